@@ -1,0 +1,1 @@
+"""Billing models come with the billing issue."""

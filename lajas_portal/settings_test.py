@@ -1,0 +1,17 @@
+"""Test settings: only what tests need differs (fast hasher, email, media, a test key)."""
+
+import os
+import tempfile
+
+os.environ.setdefault("SECRET_KEY", "test-only-secret-key-not-for-production-use-0123456789")
+
+from .settings import *  # noqa: E402,F403
+
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
+MEDIA_ROOT = Path(tempfile.mkdtemp(prefix="lajas-media-"))  # noqa: F405
+STATIC_ROOT = Path(tempfile.mkdtemp(prefix="lajas-static-"))  # noqa: F405
+JOBS_RUN_INLINE = True
+DEMO_DATA_ALLOWED = True
+SECURE_SSL_REDIRECT = False
+STORAGES["staticfiles"] = {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"}  # noqa: F405

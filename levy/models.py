@@ -1,0 +1,1 @@
+"""Levy models come with the levy issue."""

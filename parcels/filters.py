@@ -1,0 +1,45 @@
+import django_filters
+from django.db.models import Q
+from django.utils.translation import gettext_lazy as _
+
+from .models import Parcel
+
+
+class ParcelFilter(django_filters.FilterSet):
+    q = django_filters.CharFilter(label=_("Buscar (catastro o dueño)"), method="search")
+    inclusion = django_filters.ChoiceFilter(label=_("Inclusión"), choices=Parcel.Inclusion.choices, empty_label=_("Todas"))
+    irrigation = django_filters.ChoiceFilter(
+        label=_("Riego"),
+        choices=[("gravity", _("Solo gravedad")), ("pumped", _("Solo bombeo")), ("mixed", _("Mixto"))],
+        method="by_irrigation", empty_label=_("Todos"),
+    )
+    owner = django_filters.CharFilter(label=_("Clave del dueño"), field_name="owner__owner_key")
+    has_credit = django_filters.BooleanFilter(label=_("Con crédito"), method="by_credit")
+    water_after = django_filters.DateFilter(label=_("Agua desde (inicio)"), field_name="water_since", lookup_expr="gte")
+    water_before = django_filters.DateFilter(label=_("Agua desde (fin)"), field_name="water_since", lookup_expr="lte")
+    o = django_filters.OrderingFilter(
+        fields=(("parcel_id", "parcel_id"), ("owner__name", "owner"), ("gravity_acres", "gravity_acres"),
+                ("pumped_acres", "pumped_acres"), ("water_since", "water_since"), ("credit_percent", "credit_percent")),
+    )
+
+    class Meta:
+        model = Parcel
+        fields: list[str] = []
+
+    def search(self, queryset, name, value):
+        value = value.strip()
+        if not value:
+            return queryset
+        return queryset.filter(Q(parcel_id__istartswith=value) | Q(owner__name__icontains=value))
+
+    def by_irrigation(self, queryset, name, value):
+        if value == "gravity":
+            return queryset.filter(pumped_acres=0)
+        if value == "pumped":
+            return queryset.filter(gravity_acres=0)
+        return queryset.filter(gravity_acres__gt=0, pumped_acres__gt=0)
+
+    def by_credit(self, queryset, name, value):
+        if value is None:
+            return queryset
+        return queryset.filter(credit_percent__gt=0) if value else queryset.filter(credit_percent=0)

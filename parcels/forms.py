@@ -1,0 +1,103 @@
+from decimal import Decimal
+
+from django import forms
+from django.conf import settings
+from django.utils.translation import gettext_lazy as _
+
+from .models import Owner, Parcel
+
+
+class DateInput(forms.DateInput):
+    input_type = "date"
+
+    def __init__(self, **kwargs):
+        super().__init__(format="%Y-%m-%d", **kwargs)
+
+
+class ParcelForm(forms.Form):
+    """Create or edit a parcel. Areas may be typed in acres or cuerdas; the unit is kept."""
+
+    parcel_id = forms.CharField(label=_("Número de catastro"), max_length=40)
+    owner_key = forms.CharField(
+        label=_("Clave del dueño"), max_length=40, help_text=_("Por ejemplo DL-000123. Cree el dueño primero si es nuevo.")
+    )
+    area_unit = forms.ChoiceField(label=_("Unidad de área"), choices=Parcel.AreaUnit.choices, initial=Parcel.AreaUnit.ACRE)
+    gravity_area = forms.DecimalField(
+        label=_("Área regada por gravedad"), min_value=Decimal("0"), max_digits=12, decimal_places=4,
+        help_text=_("¶5: terrenos que se riegan por gravedad."),
+    )
+    pumped_area = forms.DecimalField(
+        label=_("Área regada con bombas del terrateniente"), min_value=Decimal("0"), max_digits=12, decimal_places=4,
+        help_text=_("¶5–¶6: cuenta la mitad en el reparto."),
+    )
+    inclusion = forms.ChoiceField(label=_("Inclusión en el Distrito"), choices=Parcel.Inclusion.choices)
+    water_since = forms.DateField(
+        label=_("Recibió u ofreció agua desde"), required=False, widget=DateInput(),
+        help_text=_("¶8, ¶10: paga a partir del 1 de julio siguiente a 12 meses de agua."),
+    )
+    credit_percent = forms.DecimalField(
+        label=_("Crédito por derechos de agua cedidos (%)"), min_value=Decimal("0"), max_value=Decimal("100"),
+        max_digits=5, decimal_places=2, initial=Decimal("0"), help_text=_("¶7: porcentaje fijado por la Autoridad (sec. 372)."),
+    )
+
+    def __init__(self, *args, parcel: Parcel | None = None, **kwargs):
+        self.parcel = parcel
+        super().__init__(*args, **kwargs)
+        if parcel is not None:
+            self.fields["parcel_id"].disabled = True
+            self.fields["owner_key"].disabled = True
+            self.fields["owner_key"].help_text = _("Para cambiar el dueño registre un traspaso.")
+
+    def clean_parcel_id(self):
+        value = self.cleaned_data["parcel_id"].strip()
+        if self.parcel is None and Parcel.objects.filter(parcel_id=value).exists():
+            raise forms.ValidationError(_("Ya existe un predio con ese número de catastro."))
+        return value
+
+    def clean_owner_key(self):
+        value = self.cleaned_data["owner_key"].strip()
+        owner = Owner.objects.filter(owner_key=value).first()
+        if owner is None:
+            raise forms.ValidationError(_("No hay un dueño con la clave «%(key)s».") % {"key": value})
+        self.owner = owner
+        return value
+
+    def clean(self):
+        data = super().clean()
+        if data.get("gravity_area") == 0 and data.get("pumped_area") == 0:
+            raise forms.ValidationError(_("El área por gravedad y el área por bombeo no pueden ser ambas cero."))
+        return data
+
+
+class OwnerForm(forms.ModelForm):
+    class Meta:
+        model = Owner
+        fields = ["name", "kind", "email", "mailing_address"]
+        widgets = {"mailing_address": forms.Textarea(attrs={"rows": 3})}
+
+
+class TransferForm(forms.Form):
+    to_owner_key = forms.CharField(label=_("Clave del nuevo dueño"), max_length=40)
+    effective_on = forms.DateField(label=_("Fecha del traspaso"), widget=DateInput())
+    deed_reference = forms.CharField(label=_("Escritura (número y notario)"), max_length=120, required=False)
+
+    def clean_to_owner_key(self):
+        value = self.cleaned_data["to_owner_key"].strip()
+        owner = Owner.objects.filter(owner_key=value).first()
+        if owner is None:
+            raise forms.ValidationError(_("No hay un dueño con la clave «%(key)s».") % {"key": value})
+        self.to_owner = owner
+        return value
+
+
+class ImportUploadForm(forms.Form):
+    file = forms.FileField(label=_("Archivo CSV (UTF-8)"), help_text=_("Hasta 20 MB."))
+
+    def clean_file(self):
+        upload = self.cleaned_data["file"]
+        if upload.size > settings.MAX_UPLOAD_BYTES:
+            raise forms.ValidationError(_("El archivo pasa de 20 MB."))
+        name = upload.name.lower()
+        if not name.endswith((".csv", ".txt")):
+            raise forms.ValidationError(_("Suba un archivo .csv."))
+        return upload

@@ -1,0 +1,117 @@
+"""A small database-backed job queue for long runs (imports, rolls, bulk printing).
+
+``job_enqueue`` stores a row; the worker (``manage.py run_worker``) claims rows with
+``SELECT … FOR UPDATE SKIP LOCKED`` so two workers never take the same job. Handlers are
+registered by kind with ``@job_handler("kind")`` and report progress through ``JobProgress``.
+A job that dies (killed worker, dropped connection) is left ``running``; the worker takes it
+again after ``STALE_AFTER`` and handlers are written to resume without duplicating work.
+With ``settings.JOBS_RUN_INLINE`` (tests) a job runs right after its transaction commits.
+"""
+
+from __future__ import annotations
+
+import logging
+import traceback
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import close_old_connections, transaction
+from django.utils import timezone
+
+from .models import Job
+
+logger = logging.getLogger(__name__)
+HANDLERS: dict[str, Callable[[Job, JobProgress], dict]] = {}
+STALE_AFTER = timedelta(minutes=10)
+MAX_ATTEMPTS = 3
+
+
+class JobProgress:
+    """Handlers call ``progress.set(done, total)``; it writes at most every few percent."""
+
+    def __init__(self, job: Job) -> None:
+        self.job = job
+        self._last = -1
+
+    def set(self, done: int, total: int) -> None:
+        step = max(1, total // 50)
+        if done == total or done - self._last >= step:
+            Job.objects.filter(pk=self.job.pk).update(progress=done, total=total)
+            self._last = done
+
+
+def job_handler(kind: str) -> Callable:
+    def register(function: Callable[[Job, JobProgress], dict]) -> Callable[[Job, JobProgress], dict]:
+        HANDLERS[kind] = function
+        return function
+
+    return register
+
+
+def job_enqueue(*, kind: str, payload: dict[str, Any], acting_user: Any) -> Job:
+    job = Job.objects.create(kind=kind, payload=payload, created_by=acting_user)
+    if settings.JOBS_RUN_INLINE:
+        transaction.on_commit(lambda: job_run(job.pk))
+    return job
+
+
+def job_claim() -> Job | None:
+    """Take the oldest queued job, or a running one whose worker died long ago."""
+    stale = timezone.now() - STALE_AFTER
+    with transaction.atomic():
+        job = (
+            Job.objects.select_for_update(skip_locked=True)
+            .filter(status=Job.Status.QUEUED)
+            .order_by("created_at")
+            .first()
+        ) or (
+            Job.objects.select_for_update(skip_locked=True)
+            .filter(status=Job.Status.RUNNING, started_at__lt=stale, attempts__lt=MAX_ATTEMPTS)
+            .order_by("created_at")
+            .first()
+        )
+        if job is None:
+            return None
+        job.status = Job.Status.RUNNING
+        job.started_at = timezone.now()
+        job.attempts += 1
+        job.save(update_fields=["status", "started_at", "attempts"])
+        return job
+
+
+def job_run(job_id: int) -> Job:
+    """Run one job to the end; failures are stored on the job, never raised to the caller."""
+    job = Job.objects.get(pk=job_id)
+    if job.status == Job.Status.QUEUED:
+        Job.objects.filter(pk=job.pk).update(status=Job.Status.RUNNING, started_at=timezone.now(), attempts=job.attempts + 1)
+    handler = HANDLERS[job.kind]
+    try:
+        result = handler(job, JobProgress(job))
+    except Exception as exc:  # the job records its own failure for the page that waits on it
+        logger.exception("job %s (%s) failed", job.pk, job.kind)
+        Job.objects.filter(pk=job.pk).update(
+            status=Job.Status.FAILED, error=f"{exc}\n{traceback.format_exc(limit=3)}", finished_at=timezone.now()
+        )
+    else:
+        Job.objects.filter(pk=job.pk).update(status=Job.Status.DONE, result=result or {}, finished_at=timezone.now())
+    job.refresh_from_db()
+    return job
+
+
+def worker_loop(*, once: bool = False, idle_sleep: float = 1.0) -> int:
+    """Take and run jobs until stopped (or until the queue is empty with ``once``)."""
+    import time
+
+    done = 0
+    while True:
+        close_old_connections()
+        job = job_claim()
+        if job is None:
+            if once:
+                return done
+            time.sleep(idle_sleep)
+            continue
+        job_run(job.pk)
+        done += 1

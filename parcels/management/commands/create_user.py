@@ -1,0 +1,37 @@
+import sys
+
+from django.core.exceptions import ValidationError
+from django.core.management.base import BaseCommand, CommandError
+
+from parcels.models import Owner
+from parcels.roles import ROLES
+from parcels.services import user_create
+
+
+class Command(BaseCommand):
+    help = "Creates a user in one role (IT staff provision accounts from the shell)."
+
+    def add_arguments(self, parser):
+        parser.add_argument("username")
+        parser.add_argument("--role", required=True, help=f"One of: {', '.join(ROLES)}")
+        parser.add_argument("--email", default="")
+        parser.add_argument("--owner", help="Owner key (e.g. DL-000123) a landowner account is linked to.")
+        parser.add_argument("--password-stdin", action="store_true", help="Read the password from standard input.")
+
+    def handle(self, *args, username, role, email, owner, password_stdin, **options):
+        if role not in ROLES:
+            raise CommandError(f"unknown role {role!r}; roles: {', '.join(ROLES)}")
+        owner_record = None
+        if owner:
+            owner_record = Owner.objects.filter(owner_key=owner).first()
+            if owner_record is None and owner.isdigit():
+                owner_record = Owner.objects.filter(pk=int(owner)).first()
+            if owner_record is None:
+                raise CommandError(f"unknown owner {owner!r}")
+        password = sys.stdin.readline().rstrip("\n") if password_stdin else None
+        try:
+            user = user_create(username=username, role=role, email=email, password=password, owner=owner_record)
+        except ValidationError as exc:
+            raise CommandError("; ".join(exc.messages)) from exc
+        note = "" if password else " (no password set: use password reset or --password-stdin)"
+        self.stdout.write(f"created {user.username} ({role}){note}")

@@ -1,0 +1,41 @@
+from pathlib import Path
+
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand, CommandError
+
+from parcels.services import parcels_import
+
+
+class Command(BaseCommand):
+    help = (
+        "Imports parcels from a UTF-8 CSV (upsert by parcel_id, all or nothing). "
+        "Columns: parcel_id, owner_name, owner_email, owner_kind, gravity_acres, pumped_acres, "
+        "inclusion, water_since, credit_percent [, owner_id, owner_address]."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("file")
+        parser.add_argument("--dry-run", action="store_true", help="Check and count, write nothing.")
+        parser.add_argument("--user", help="Username recorded in the history (default: the system).")
+
+    def handle(self, *args, file, dry_run, user, **options):
+        path = Path(file)
+        if not path.is_file():
+            raise CommandError(f"no such file: {file}")
+        acting_user = None
+        if user:
+            acting_user = get_user_model().objects.filter(username=user).first()
+            if acting_user is None:
+                raise CommandError(f"unknown user {user!r}")
+        result = parcels_import(acting_user=acting_user, data=path.read_bytes(), dry_run=dry_run, source=f"import_parcels {path.name}")
+        if not result.ok:
+            for error in result.errors:
+                self.stderr.write(f"line {error.line}, column {error.column or '-'}: {error.message}")
+            self.stderr.write(f"rejected: {len(result.errors)} error(s); nothing was written")
+            raise SystemExit(1)
+        summary = result.summary
+        prefix = "dry run, nothing written: " if dry_run else ""
+        self.stdout.write(
+            f"{prefix}created {summary['created']}, updated {summary['updated']}, unchanged {summary['unchanged']} "
+            f"(owners created {summary['owners_created']}, updated {summary['owners_updated']})"
+        )

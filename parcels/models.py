@@ -1,0 +1,217 @@
+"""The parcel registry (*registro de predios*).
+
+Design:
+- ``Owner`` is a person or body with a stable key (``owner_key``); two owners with the same name
+  are different owners. Public owners (Commonwealth and its instrumentalities) pay like every
+  other owner (¶4), so ``kind`` is informational only.
+- ``Parcel`` carries what the levy needs (¶5, ¶8, ¶9, ¶10, ¶7): areas in acres (4 decimals) by
+  irrigation kind, inclusion in the District, the date water was first received or offered and
+  the credit percentage fixed under sec. 372. The area unit the clerk typed (acres or cuerdas)
+  and the figures as typed are kept beside the acres.
+- ``OwnershipTransfer`` is a dated sale: the debt stays with the parcel (¶11, lien), the new owner
+  sees the parcel from the transfer date.
+- History: every insert, update and delete of these tables is copied by PostgreSQL triggers
+  (django-pghistory) into event tables, with the acting user from the request or service
+  context, so bulk updates cannot bypass it.
+- ``Job`` is a small database-backed queue for long runs (imports, rolls, bulk printing): the
+  worker (``manage.py run_worker``) takes rows with ``SELECT … FOR UPDATE SKIP LOCKED``.
+"""
+
+from __future__ import annotations
+
+from decimal import ROUND_HALF_UP, Decimal
+
+import pghistory
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+from django.utils.translation import gettext_lazy as _
+
+ACRE_PLACES = Decimal("0.0001")
+SQUARE_METRES_PER_CUERDA = Decimal("3930.395625")
+SQUARE_METRES_PER_ACRE = Decimal("4046.8564224")
+
+
+def cuerdas_to_acres(cuerdas: Decimal) -> Decimal:
+    """Exact conversion (1 cuerda = 3,930.395625 m²; 1 acre = 4,046.8564224 m²), half-up to 4 places."""
+    return (cuerdas * SQUARE_METRES_PER_CUERDA / SQUARE_METRES_PER_ACRE).quantize(
+        ACRE_PLACES, rounding=ROUND_HALF_UP
+    )
+
+
+class Owner(models.Model):
+    class Kind(models.TextChoices):
+        PRIVATE = "private", _("Privado")
+        PUBLIC = "public", _("Público (ELA o instrumentalidad)")
+
+    owner_key = models.CharField(_("clave del dueño"), max_length=40, unique=True)
+    name = models.CharField(_("nombre"), max_length=200)
+    email = models.EmailField(_("correo electrónico"), blank=True)
+    mailing_address = models.TextField(_("dirección postal"), blank=True)
+    kind = models.CharField(_("tipo"), max_length=10, choices=Kind.choices, default=Kind.PRIVATE)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name", "owner_key"]
+        verbose_name = _("dueño")
+        verbose_name_plural = _("dueños")
+        indexes = [models.Index(fields=["name"])]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.owner_key})"
+
+
+class Parcel(models.Model):
+    class Inclusion(models.TextChoices):
+        TRIAL = "trial", _("Período de prueba")
+        PERMANENT = "permanent", _("Permanente")
+        EXCLUDED = "excluded", _("Excluido")
+
+    class AreaUnit(models.TextChoices):
+        ACRE = "acre", _("acres")
+        CUERDA = "cuerda", _("cuerdas")
+
+    parcel_id = models.CharField(_("número de catastro"), max_length=40, unique=True)
+    owner = models.ForeignKey(Owner, on_delete=models.PROTECT, related_name="parcels", verbose_name=_("dueño"))
+    gravity_acres = models.DecimalField(_("acres por gravedad"), max_digits=12, decimal_places=4)
+    pumped_acres = models.DecimalField(_("acres por bombeo"), max_digits=12, decimal_places=4)
+    area_unit = models.CharField(
+        _("unidad tecleada"), max_length=6, choices=AreaUnit.choices, default=AreaUnit.ACRE
+    )
+    gravity_area_entered = models.DecimalField(
+        _("área por gravedad (como se tecleó)"), max_digits=12, decimal_places=4, null=True, blank=True
+    )
+    pumped_area_entered = models.DecimalField(
+        _("área por bombeo (como se tecleó)"), max_digits=12, decimal_places=4, null=True, blank=True
+    )
+    inclusion = models.CharField(_("inclusión"), max_length=10, choices=Inclusion.choices)
+    water_since = models.DateField(_("agua recibida u ofrecida desde"), null=True, blank=True)
+    credit_percent = models.DecimalField(
+        _("crédito por derechos de agua cedidos (%)"), max_digits=5, decimal_places=2, default=Decimal("0")
+    )
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["parcel_id"]
+        verbose_name = _("predio")
+        verbose_name_plural = _("predios")
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(gravity_acres__gte=0) & Q(pumped_acres__gte=0), name="parcel_acres_not_negative"
+            ),
+            models.CheckConstraint(
+                condition=Q(gravity_acres__gt=0) | Q(pumped_acres__gt=0), name="parcel_has_area"
+            ),
+            models.CheckConstraint(
+                condition=Q(credit_percent__gte=0) & Q(credit_percent__lte=100), name="parcel_credit_0_100"
+            ),
+            models.CheckConstraint(
+                condition=Q(inclusion__in=["trial", "permanent", "excluded"]), name="parcel_inclusion_valid"
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["inclusion", "parcel_id"]),
+            models.Index(fields=["owner", "parcel_id"]),
+            models.Index(fields=["water_since"]),
+        ]
+
+    def __str__(self) -> str:
+        return self.parcel_id
+
+    @property
+    def equivalent_acres(self) -> Decimal:
+        """¶5: gravity acres plus half the acres the landowner's pumps water."""
+        return self.gravity_acres + self.pumped_acres * Decimal("0.5")
+
+    @property
+    def irrigation_kind(self) -> str:
+        if self.gravity_acres and self.pumped_acres:
+            return "mixed"
+        return "gravity" if self.gravity_acres else "pumped"
+
+
+class OwnershipTransfer(models.Model):
+    """A sale: from ``effective_on`` the parcel is the new owner's; debts stay with the parcel (¶11)."""
+
+    parcel = models.ForeignKey(Parcel, on_delete=models.PROTECT, related_name="transfers")
+    from_owner = models.ForeignKey(Owner, on_delete=models.PROTECT, related_name="+")
+    to_owner = models.ForeignKey(Owner, on_delete=models.PROTECT, related_name="+")
+    effective_on = models.DateField(_("fecha de traspaso"))
+    deed_reference = models.CharField(_("escritura"), max_length=120, blank=True)
+    recorded_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    recorded_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-effective_on", "-id"]
+        constraints = [
+            models.CheckConstraint(condition=~Q(from_owner=models.F("to_owner")), name="transfer_changes_owner"),
+        ]
+
+
+class OwnerAccount(models.Model):
+    """Links a landowner's login to the owner record whose parcels they may see."""
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="owner_account")
+    owner = models.ForeignKey(Owner, on_delete=models.PROTECT, related_name="accounts")
+
+
+class Job(models.Model):
+    """A long run done by the worker, with progress for the page that waits on it."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", _("En cola")
+        RUNNING = "running", _("En proceso")
+        DONE = "done", _("Terminado")
+        FAILED = "failed", _("Falló")
+
+    kind = models.CharField(max_length=40)
+    payload = models.JSONField(default=dict)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
+    progress = models.PositiveIntegerField(default=0)
+    total = models.PositiveIntegerField(default=0)
+    result = models.JSONField(default=dict, blank=True)
+    error = models.TextField(blank=True)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["status", "created_at"])]
+
+    @property
+    def percent(self) -> int:
+        if self.status == self.Status.DONE:
+            return 100
+        return min(100, self.progress * 100 // self.total) if self.total else 0
+
+
+class ImportUpload(models.Model):
+    """A parcel CSV uploaded from the page: parsed by a job, previewed, then applied on confirm."""
+
+    class Status(models.TextChoices):
+        PARSING = "parsing", _("Analizando")
+        REJECTED = "rejected", _("Rechazado")
+        READY = "ready", _("Listo para confirmar")
+        APPLYING = "applying", _("Aplicando")
+        APPLIED = "applied", _("Aplicado")
+
+    file = models.FileField(upload_to="imports/%Y/%m/")
+    original_name = models.CharField(max_length=255)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PARSING)
+    errors = models.JSONField(default=list, blank=True)
+    summary = models.JSONField(default=dict, blank=True)
+    job = models.ForeignKey(Job, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    uploaded_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    uploaded_at = models.DateTimeField(auto_now_add=True)
+
+
+# Trigger-based history: who changed what and when, for every write path including bulk ones.
+pghistory.track(pghistory.InsertEvent(), pghistory.UpdateEvent(), pghistory.DeleteEvent(), model_name="OwnerEvent")(Owner)
+pghistory.track(
+    pghistory.InsertEvent(), pghistory.UpdateEvent(), pghistory.DeleteEvent(),
+    exclude=["updated_at"], model_name="ParcelEvent",
+)(Parcel)
+pghistory.track(pghistory.InsertEvent(), model_name="OwnershipTransferEvent")(OwnershipTransfer)

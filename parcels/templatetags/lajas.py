@@ -1,0 +1,67 @@
+"""Display filters shared by every page and document: money as ``$1,234.56`` in both languages."""
+
+from __future__ import annotations
+
+from decimal import ROUND_HALF_UP, Decimal
+from typing import Any
+
+from django import template
+
+register = template.Library()
+
+
+def _decimal(value: Any) -> Decimal | None:
+    if value is None or value == "":
+        return None
+    amount = getattr(value, "amount", value)  # djmoney Money
+    return amount if isinstance(amount, Decimal) else Decimal(str(amount))
+
+
+@register.filter
+def money(value: Any) -> str:
+    """``Decimal("1234.5")`` → ``$1,234.50``; negatives as ``-$12.00``. Puerto Rico writes the
+    same in Spanish and English, so this does not follow the active language."""
+    amount = _decimal(value)
+    if amount is None:
+        return ""
+    amount = amount.quantize(Decimal("0.01"), rounding=ROUND_HALF_UP)
+    sign = "-" if amount < 0 else ""
+    return f"{sign}${abs(amount):,.2f}"
+
+
+@register.filter
+def number(value: Any, places: int = 2) -> str:
+    """A plain number with thousands separators and a fixed number of places (acres, rates)."""
+    amount = _decimal(value)
+    if amount is None:
+        return ""
+    quantum = Decimal(1).scaleb(-int(places))
+    return f"{amount.quantize(quantum, rounding=ROUND_HALF_UP):,.{int(places)}f}"
+
+
+@register.simple_tag(takes_context=True)
+def sort_link(context: dict, field: str) -> str:
+    """The query string that sorts a list by ``field`` (toggling direction), keeping filters."""
+    request = context["request"]
+    params = request.GET.copy()
+    current = params.get("o", "")
+    params["o"] = f"-{field}" if current == field else field
+    params.pop("page", None)
+    return "?" + params.urlencode()
+
+
+@register.simple_tag(takes_context=True)
+def page_link(context: dict, page: int) -> str:
+    params = context["request"].GET.copy()
+    params["page"] = page
+    return "?" + params.urlencode()
+
+
+@register.simple_tag(takes_context=True)
+def aria_sort(context: dict, field: str) -> str:
+    current = context["request"].GET.get("o", "")
+    if current == field:
+        return "ascending"
+    if current == f"-{field}":
+        return "descending"
+    return "none"

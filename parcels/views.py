@@ -1,0 +1,220 @@
+"""Pages of the parcel registry. Views bind a form or filter, fetch through ``access``, call one
+service, then redirect or render."""
+
+from __future__ import annotations
+
+from datetime import date
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ValidationError
+from django.core.paginator import Paginator
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.translation import gettext as _
+from django.views.decorators.http import require_POST
+
+from . import selectors, services
+from .access import get_parcel_for_user, owner_ids_for_user
+from .forms import ImportUploadForm, OwnerForm, ParcelForm, TransferForm
+from .models import ImportUpload, Job, Owner, Parcel
+from .roles import AUDITOR, AUTHORITY, COLLECTOR, HACIENDA, LANDOWNER, STAFF_ROLES, SUPERVISOR, has_role, role_required
+
+REGISTRY_READERS = (AUTHORITY, HACIENDA, COLLECTOR, SUPERVISOR, AUDITOR)
+PAGE_SIZE = 50
+
+
+@login_required
+def home(request: HttpRequest) -> HttpResponse:
+    if has_role(request.user, *STAFF_ROLES):
+        return render(request, "parcels/home_staff.html", {
+            "parcel_count": Parcel.objects.count(),
+            "permanent_count": Parcel.objects.filter(inclusion=Parcel.Inclusion.PERMANENT).count(),
+        })
+    if has_role(request.user, LANDOWNER):
+        parcels = Parcel.objects.filter(owner_id__in=owner_ids_for_user(request.user)).select_related("owner")
+        return render(request, "parcels/home_landowner.html", {"parcels": parcels})
+    return render(request, "parcels/home_norole.html", status=403)
+
+
+@role_required(*REGISTRY_READERS)
+def parcel_list(request: HttpRequest) -> HttpResponse:
+    filterset = selectors.parcel_list(params=request.GET)
+    page = Paginator(filterset.qs, PAGE_SIZE).get_page(request.GET.get("page"))
+    return render(request, "parcels/parcel_list.html", {"filter": filterset, "page": page})
+
+
+@login_required
+def parcel_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    parcel = get_parcel_for_user(request.user, pk)
+    staff = has_role(request.user, *STAFF_ROLES)
+    context = {"parcel": parcel, "staff": staff}
+    if staff:
+        context["history"] = selectors.parcel_history(parcel=parcel)[:50]
+        context["transfers"] = parcel.transfers.select_related("from_owner", "to_owner", "recorded_by")
+    return render(request, "parcels/parcel_detail.html", context)
+
+
+def _parcel_service_kwargs(data: dict) -> dict:
+    return {
+        "area_unit": data["area_unit"], "gravity_area": data["gravity_area"], "pumped_area": data["pumped_area"],
+        "inclusion": data["inclusion"], "water_since": data["water_since"], "credit_percent": data["credit_percent"],
+    }
+
+
+@role_required(AUTHORITY)
+def parcel_create(request: HttpRequest) -> HttpResponse:
+    form = ParcelForm(request.POST or None, initial={"owner_key": request.GET.get("owner", "")})
+    if request.method == "POST" and form.is_valid():
+        try:
+            parcel = services.parcel_create(
+                acting_user=request.user, parcel_id=form.cleaned_data["parcel_id"], owner=form.owner,
+                **_parcel_service_kwargs(form.cleaned_data),
+            )
+        except ValidationError as exc:
+            form.add_error(None, exc)
+        else:
+            messages.success(request, _("Predio %(p)s creado.") % {"p": parcel.parcel_id})
+            return redirect("parcels:parcel-detail", pk=parcel.pk)
+    return render(request, "parcels/parcel_form.html", {"form": form, "parcel": None})
+
+
+@role_required(AUTHORITY)
+def parcel_edit(request: HttpRequest, pk: int) -> HttpResponse:
+    parcel = get_object_or_404(Parcel.objects.select_related("owner"), pk=pk)
+    initial = {
+        "parcel_id": parcel.parcel_id, "owner_key": parcel.owner.owner_key, "area_unit": parcel.area_unit,
+        "gravity_area": parcel.gravity_area_entered if parcel.gravity_area_entered is not None else parcel.gravity_acres,
+        "pumped_area": parcel.pumped_area_entered if parcel.pumped_area_entered is not None else parcel.pumped_acres,
+        "inclusion": parcel.inclusion, "water_since": parcel.water_since, "credit_percent": parcel.credit_percent,
+    }
+    form = ParcelForm(request.POST or None, initial=initial, parcel=parcel)
+    if request.method == "POST" and form.is_valid():
+        try:
+            services.parcel_update(acting_user=request.user, parcel=parcel, **_parcel_service_kwargs(form.cleaned_data))
+        except ValidationError as exc:
+            form.add_error(None, exc)
+        else:
+            messages.success(request, _("Predio %(p)s actualizado.") % {"p": parcel.parcel_id})
+            return redirect("parcels:parcel-detail", pk=parcel.pk)
+    return render(request, "parcels/parcel_form.html", {"form": form, "parcel": parcel})
+
+
+@role_required(AUTHORITY)
+def parcel_transfer(request: HttpRequest, pk: int) -> HttpResponse:
+    parcel = get_object_or_404(Parcel.objects.select_related("owner"), pk=pk)
+    form = TransferForm(request.POST or None, initial={"effective_on": date.today()})
+    if request.method == "POST" and form.is_valid():
+        try:
+            services.parcel_transfer(
+                acting_user=request.user, parcel=parcel, to_owner=form.to_owner,
+                effective_on=form.cleaned_data["effective_on"], deed_reference=form.cleaned_data["deed_reference"],
+            )
+        except ValidationError as exc:
+            form.add_error(None, exc)
+        else:
+            messages.success(request, _("Traspaso registrado."))
+            return redirect("parcels:parcel-detail", pk=parcel.pk)
+    return render(request, "parcels/transfer_form.html", {"form": form, "parcel": parcel})
+
+
+@role_required(*REGISTRY_READERS)
+def owner_list(request: HttpRequest) -> HttpResponse:
+    owners = Owner.objects.order_by("name", "owner_key")
+    query = request.GET.get("q", "").strip()
+    if query:
+        owners = owners.filter(name__icontains=query) | owners.filter(owner_key__iexact=query)
+    page = Paginator(owners, PAGE_SIZE).get_page(request.GET.get("page"))
+    return render(request, "parcels/owner_list.html", {"page": page, "q": query})
+
+
+@role_required(*REGISTRY_READERS)
+def owner_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    owner = get_object_or_404(Owner, pk=pk)
+    return render(request, "parcels/owner_detail.html", {
+        "owner": owner, "parcels": owner.parcels.order_by("parcel_id")[:500],
+        "history": selectors.audit_events().filter(pgh_obj_model="parcels.Owner", pgh_obj_id=str(owner.pk))[:50],
+    })
+
+
+@role_required(AUTHORITY)
+def owner_create(request: HttpRequest) -> HttpResponse:
+    form = OwnerForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        owner = services.owner_create(acting_user=request.user, **form.cleaned_data)
+        messages.success(request, _("Dueño %(k)s creado.") % {"k": owner.owner_key})
+        return redirect("parcels:owner-detail", pk=owner.pk)
+    return render(request, "parcels/owner_form.html", {"form": form, "owner": None})
+
+
+@role_required(AUTHORITY)
+def owner_edit(request: HttpRequest, pk: int) -> HttpResponse:
+    owner = get_object_or_404(Owner, pk=pk)
+    form = OwnerForm(request.POST or None, instance=Owner.objects.get(pk=pk))
+    if request.method == "POST" and form.is_valid():
+        services.owner_update(acting_user=request.user, owner=owner, **form.cleaned_data)
+        messages.success(request, _("Dueño actualizado."))
+        return redirect("parcels:owner-detail", pk=owner.pk)
+    return render(request, "parcels/owner_form.html", {"form": form, "owner": owner})
+
+
+@role_required(AUTHORITY)
+def import_upload(request: HttpRequest) -> HttpResponse:
+    form = ImportUploadForm(request.POST or None, request.FILES or None)
+    if request.method == "POST" and form.is_valid():
+        upload = services.import_upload_create(acting_user=request.user, file=form.cleaned_data["file"])
+        return redirect("parcels:import-detail", pk=upload.pk)
+    recent = ImportUpload.objects.select_related("uploaded_by").order_by("-uploaded_at")[:10]
+    return render(request, "parcels/import_upload.html", {"form": form, "recent": recent})
+
+
+@role_required(AUTHORITY)
+def import_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    upload = get_object_or_404(ImportUpload.objects.select_related("job"), pk=pk)
+    return render(request, "parcels/import_detail.html", {"upload": upload, "job": upload.job})
+
+
+@require_POST
+@role_required(AUTHORITY)
+def import_confirm(request: HttpRequest, pk: int) -> HttpResponse:
+    upload = get_object_or_404(ImportUpload, pk=pk)
+    try:
+        services.import_upload_apply(acting_user=request.user, upload=upload)
+    except ValidationError as exc:
+        messages.error(request, " ".join(exc.messages))
+    return redirect("parcels:import-detail", pk=upload.pk)
+
+
+@login_required
+def job_status(request: HttpRequest, pk: int) -> JsonResponse:
+    job = get_object_or_404(Job, pk=pk, created_by=request.user)
+    return JsonResponse({"status": job.status, "percent": job.percent, "progress": job.progress, "total": job.total})
+
+
+@role_required(*REGISTRY_READERS)
+def audit(request: HttpRequest) -> HttpResponse:
+    models = {"parcels.Parcel": _("Predio"), "parcels.Owner": _("Dueño"), "parcels.OwnershipTransfer": _("Traspaso")}
+    params = request.GET
+    since = _parse_date(params.get("since"))
+    until = _parse_date(params.get("until"))
+    model = params.get("what", "")
+    events = selectors.audit_events(
+        user=params.get("who", "").strip(), model=model if model in _event_models() else "", since=since, until=until,
+    )
+    page = Paginator(events, PAGE_SIZE).get_page(params.get("page"))
+    return render(request, "parcels/audit.html", {"page": page, "models": models, "event_models": _event_models(), "params": params})
+
+
+def _event_models() -> dict[str, str]:
+    return {
+        "parcels.ParcelEvent": _("Predio"),
+        "parcels.OwnerEvent": _("Dueño"),
+        "parcels.OwnershipTransferEvent": _("Traspaso"),
+    }
+
+
+def _parse_date(value: str | None) -> date | None:
+    try:
+        return date.fromisoformat(value) if value else None
+    except ValueError:
+        return None

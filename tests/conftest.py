@@ -1,0 +1,74 @@
+"""Shared fixtures: one user per role, parcels and owners built through the services."""
+
+from __future__ import annotations
+
+from datetime import date
+from decimal import Decimal
+
+import pytest
+
+from parcels.models import Owner, Parcel
+from parcels.roles import ROLES
+from parcels.services import owner_create, parcel_create, user_create
+
+PASSWORD = "Correct-Horse-Battery-9"
+
+
+@pytest.fixture
+def make_user(db):
+    def make(username: str, role: str, owner: Owner | None = None):
+        return user_create(username=username, role=role, password=PASSWORD, owner=owner)
+
+    return make
+
+
+@pytest.fixture
+def users(make_user, owner_a):
+    """One user per role; the landowner is linked to ``owner_a``."""
+    return {role: make_user(f"u_{role}", role, owner_a if role == "landowner" else None) for role in ROLES}
+
+
+@pytest.fixture
+def system_user(make_user):
+    return make_user("u_system", "authority")
+
+
+@pytest.fixture
+def owner_a(db):
+    return owner_create(acting_user=None, name="Carmen Irizarry Vélez", email="carmen@example.pr", owner_key="OWN-A")
+
+
+@pytest.fixture
+def owner_b(db):
+    return owner_create(acting_user=None, name="Luis Toro Ramos", owner_key="OWN-B")
+
+
+@pytest.fixture
+def make_parcel(db):
+    def make(parcel_id: str, owner: Owner, gravity: str = "10", pumped: str = "0", inclusion: str = "permanent",
+             water_since: date | None = date(2000, 1, 1), credit: str = "0", unit: str = "acre") -> Parcel:
+        return parcel_create(
+            acting_user=None, parcel_id=parcel_id, owner=owner, area_unit=unit, gravity_area=Decimal(gravity),
+            pumped_area=Decimal(pumped), inclusion=inclusion, water_since=water_since, credit_percent=Decimal(credit),
+        )
+
+    return make
+
+
+@pytest.fixture
+def parcel_a(make_parcel, owner_a):
+    return make_parcel("LAJ-A1", owner_a, gravity="42.5", credit="25")
+
+
+@pytest.fixture
+def parcel_b(make_parcel, owner_b):
+    return make_parcel("LAJ-B1", owner_b, gravity="0", pumped="80")
+
+
+@pytest.fixture
+def login(client):
+    def do(user):
+        client.force_login(user)
+        return client
+
+    return do
