@@ -1,1 +1,313 @@
-"""Levy models come with the levy issue."""
+"""The yearly levy: dated legal parameters, certified estimates, levies and the roll (*padrón*).
+
+Design:
+- ``LegalParameterSet`` holds the statutory constants (2% reserve cap, 2% margin, 50% pumped
+  weight, 12 months, 60 days, ½% a month, the month convention …) as dated values. A change in
+  the law is a new row; a fiscal year uses the row in force on its July 1.
+- ``Estimate`` is what the Authority enters for a fiscal year (¶1(1), ¶1(2), ¶2, ¶3). Once
+  certified its amounts never change (a trigger refuses it); replacing it is a new estimate that
+  says why and points at the one it supersedes.
+- ``Levy`` is one computation from a certified estimate and the registry as it was, with the
+  worksheet figures, the parameters used and a fingerprint of the registry. A draft may be
+  recomputed; ``final`` is the finalized roll (¶11), at most one per fiscal year, and the
+  database refuses any UPDATE or DELETE of a final levy and of its lines.
+- ``RollLine`` snapshots the parcel data the charge was computed from (acres, inclusion, water
+  date, credit %, owner) so a roll can be reprinted and recomputed exactly years later.
+- ``RollCorrection`` is a supplementary entry after finalization: it references the line it
+  corrects, gives a reason and its own due date, and is billed and reconciled on its own.
+Amounts are dollars in ``MoneyField(max_digits=14, decimal_places=2)`` (USD).
+"""
+
+from __future__ import annotations
+
+from datetime import date
+from decimal import Decimal
+
+import pgtrigger
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+from django.utils.translation import gettext_lazy as _
+from djmoney.models.fields import MoneyField
+
+from . import rules
+
+
+def money_field(verbose_name: str, **kwargs) -> MoneyField:
+    return MoneyField(verbose_name, max_digits=14, decimal_places=2, default_currency="USD", currency_choices=[("USD", "USD")], **kwargs)
+
+
+class LegalParameterSet(models.Model):
+    """Statutory constants in force from ``effective_from`` (each field cites its ¶)."""
+
+    class MonthConvention(models.TextChoices):
+        CALENDAR = "calendar", _("Meses calendario (fin de mes ajustado)")
+        THIRTY_DAY = "thirty_day", _("Meses de 30 días")
+
+    effective_from = models.DateField(_("vigente desde"), unique=True)
+    source = models.CharField(_("fuente"), max_length=200)
+    reserve_cap_rate = models.DecimalField(_("tope del fondo de reserva ¶1(2)"), max_digits=6, decimal_places=4)
+    safety_margin_rate = models.DecimalField(_("margen de seguridad ¶3"), max_digits=6, decimal_places=4)
+    pumped_weight = models.DecimalField(_("peso de acres por bombeo ¶5, ¶6"), max_digits=6, decimal_places=4)
+    water_months = models.PositiveSmallIntegerField(_("meses de agua antes de pagar ¶8, ¶10"))
+    month_convention = models.CharField(_("cómputo de meses ¶8, ¶10"), max_length=12, choices=MonthConvention.choices)
+    grace_days = models.PositiveSmallIntegerField(_("días para pagar ¶12"))
+    surcharge_rate = models.DecimalField(_("recargo por mes o fracción ¶12"), max_digits=6, decimal_places=4)
+    saturdays_move_last_day = models.BooleanField(_("el sábado también corre el último día ¶12"), default=False)
+    late_roll_due_on_finalization = models.BooleanField(
+        _("plazo vence al finalizar si el padrón se finalizó tarde ¶11, ¶12"), default=True
+    )
+    water_first_year_rate = models.DecimalField(_("agua: primer año, por acre-pie (sec. 374a)"), max_digits=6, decimal_places=2)
+    water_max_authority_rate = models.DecimalField(_("agua: tope de la tarifa de la Autoridad (sec. 374a)"), max_digits=6, decimal_places=2)
+    water_pumped_rate = models.DecimalField(_("agua: bombeo propio tras el primer año (sec. 374a)"), max_digits=6, decimal_places=2)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-effective_from"]
+        verbose_name = _("parámetros legales")
+        verbose_name_plural = _("parámetros legales")
+
+    @classmethod
+    def in_force(cls, on: date) -> LegalParameterSet:
+        found = cls.objects.filter(effective_from__lte=on).order_by("-effective_from").first()
+        if found is None:
+            raise rules.LevyRuleError(f"no legal parameters in force on {on.isoformat()}")
+        return found
+
+    def as_rules(self) -> rules.LegalParameters:
+        return rules.LegalParameters(
+            effective_from=self.effective_from, reserve_cap_rate=self.reserve_cap_rate,
+            safety_margin_rate=self.safety_margin_rate, pumped_weight=self.pumped_weight,
+            water_months=self.water_months, month_convention=self.month_convention,
+            grace_days=self.grace_days, surcharge_rate=self.surcharge_rate,
+        )
+
+    def snapshot(self) -> dict:
+        return {
+            field.name: str(getattr(self, field.name))
+            for field in self._meta.fields
+            if field.name not in ("id", "created_at")
+        }
+
+
+class FiscalYear(models.Model):
+    """July 1 – June 30, written ``2026-2027``."""
+
+    label = models.CharField(_("año fiscal"), max_length=9, unique=True)
+    start = models.DateField(unique=True)
+
+    class Meta:
+        ordering = ["-start"]
+
+    def __str__(self) -> str:
+        return self.label
+
+    @property
+    def roll_deadline(self) -> date:
+        """¶11: the Secretary finishes the roll no later than July 1."""
+        return self.start
+
+    @property
+    def end(self) -> date:
+        return date(self.start.year + 1, 6, 30)
+
+
+class Estimate(models.Model):
+    class Status(models.TextChoices):
+        ENTERED = "entered", _("Sin certificar")
+        CERTIFIED = "certified", _("Certificado")
+        WITHDRAWN = "withdrawn", _("Reemplazado")
+
+    fiscal_year = models.ForeignKey(FiscalYear, on_delete=models.PROTECT, related_name="estimates")
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.ENTERED)
+    om_estimate = money_field(_("gastos de operación y mantenimiento ¶1(1)"))
+    reserve = money_field(_("fondo de reserva ¶1(2)"))
+    deficit = money_field(_("déficit del Fondo de Explotación ¶2"), default=Decimal("0"))
+    surplus = money_field(_("superávit del Fondo de Explotación ¶2"), default=Decimal("0"))
+    misc_income = money_field(_("ingresos misceláneos ¶3"))
+    certified_credits = money_field(_("créditos certificados ¶1(3)"), null=True, blank=True)
+    reason = models.TextField(_("razón del reemplazo"), blank=True)
+    supersedes = models.OneToOneField("self", on_delete=models.PROTECT, null=True, blank=True, related_name="superseded_by")
+    entered_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    entered_at = models.DateTimeField(auto_now_add=True)
+    certified_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+")
+    certified_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-entered_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(fields=["fiscal_year"], condition=~Q(status="withdrawn"), name="one_current_estimate_per_year"),
+            models.CheckConstraint(
+                condition=Q(om_estimate__gte=0) & Q(reserve__gte=0) & Q(deficit__gte=0) & Q(surplus__gte=0) & Q(misc_income__gte=0),
+                name="estimate_amounts_not_negative",
+            ),
+            models.CheckConstraint(condition=Q(deficit=0) | Q(surplus=0), name="estimate_deficit_or_surplus"),
+            models.CheckConstraint(
+                condition=Q(status="entered") | (Q(certified_by__isnull=False) & Q(certified_at__isnull=False)),
+                name="estimate_certified_has_who_and_when",
+            ),
+        ]
+        triggers = [
+            # A certified estimate's amounts never change; it can only be withdrawn by a new one.
+            pgtrigger.Protect(
+                name="certified_estimate_amounts_frozen",
+                operation=pgtrigger.Update,
+                condition=pgtrigger.Q(old__status__in=["certified", "withdrawn"])
+                & (
+                    pgtrigger.Q(old__om_estimate__df=pgtrigger.F("new__om_estimate"))
+                    | pgtrigger.Q(old__reserve__df=pgtrigger.F("new__reserve"))
+                    | pgtrigger.Q(old__deficit__df=pgtrigger.F("new__deficit"))
+                    | pgtrigger.Q(old__surplus__df=pgtrigger.F("new__surplus"))
+                    | pgtrigger.Q(old__misc_income__df=pgtrigger.F("new__misc_income"))
+                    | pgtrigger.Q(old__certified_credits__df=pgtrigger.F("new__certified_credits"))
+                    | pgtrigger.Q(old__certified_by_id__df=pgtrigger.F("new__certified_by_id"))
+                    | pgtrigger.Q(old__certified_at__df=pgtrigger.F("new__certified_at"))
+                    | pgtrigger.Q(new__status="entered")
+                ),
+            ),
+            pgtrigger.Protect(name="certified_estimate_not_deleted", operation=pgtrigger.Delete,
+                              condition=~pgtrigger.Q(old__status="entered")),
+        ]
+
+    def amounts(self) -> dict[str, Decimal]:
+        return {
+            "om_estimate": self.om_estimate.amount, "reserve": self.reserve.amount, "deficit": self.deficit.amount,
+            "surplus": self.surplus.amount, "misc_income": self.misc_income.amount,
+            "certified_credits": self.certified_credits.amount if self.certified_credits is not None else None,
+        }
+
+
+class Levy(models.Model):
+    class Status(models.TextChoices):
+        DRAFT = "draft", _("Borrador")
+        FINAL = "final", _("Finalizado")
+
+    fiscal_year = models.ForeignKey(FiscalYear, on_delete=models.PROTECT, related_name="levies")
+    estimate = models.ForeignKey(Estimate, on_delete=models.PROTECT, related_name="levies")
+    status = models.CharField(max_length=5, choices=Status.choices, default=Status.DRAFT)
+    parameters = models.JSONField(_("parámetros legales usados"))
+    registry_fingerprint = models.CharField(max_length=64)
+    om_estimate = money_field(_("¶1(1) gastos de O&M"))
+    reserve = money_field(_("¶1(2) fondo de reserva"))
+    credits = money_field(_("¶1(3) créditos"))
+    credits_certified = models.BooleanField(default=False)
+    deficit = money_field(_("¶2 déficit"))
+    surplus = money_field(_("¶2 superávit"))
+    misc_income = money_field(_("¶3 ingresos misceláneos"))
+    k0 = money_field(_("base antes de créditos"))
+    subtotal = money_field(_("subtotal"))
+    safety_margin = money_field(_("¶3 margen de seguridad"))
+    total_levy = money_field(_("¶4 contribución total"))
+    gravity_acres = models.DecimalField(max_digits=16, decimal_places=4)
+    pumped_acres = models.DecimalField(max_digits=16, decimal_places=4)
+    equivalent_acres = models.DecimalField(max_digits=16, decimal_places=4)
+    rate_gravity = models.DecimalField(_("¶6 tasa por acre por gravedad"), max_digits=18, decimal_places=6)
+    rate_pumped = models.DecimalField(_("¶6 tasa por acre por bombeo"), max_digits=18, decimal_places=6)
+    parcels_levied = models.PositiveIntegerField()
+    parcels_in_roll = models.PositiveIntegerField()
+    roll_total = money_field(_("total del padrón"))
+    roll_credits = money_field(_("créditos concedidos"))
+    roll_net = money_field(_("neto del padrón"))
+    computed_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    computed_at = models.DateTimeField()
+    finalized_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+")
+    finalized_at = models.DateTimeField(null=True, blank=True)
+    finalized_on = models.DateField(null=True, blank=True)
+    finalized_late = models.BooleanField(default=False)
+
+    class Meta:
+        ordering = ["-computed_at"]
+        verbose_name_plural = "levies"
+        constraints = [
+            models.UniqueConstraint(fields=["fiscal_year"], condition=Q(status="final"), name="one_final_levy_per_year"),
+            models.UniqueConstraint(fields=["fiscal_year"], condition=Q(status="draft"), name="one_draft_levy_per_year"),
+            models.CheckConstraint(
+                condition=Q(status="draft") | (Q(finalized_by__isnull=False) & Q(finalized_at__isnull=False) & Q(finalized_on__isnull=False)),
+                name="final_levy_has_who_and_when",
+            ),
+        ]
+        triggers = [
+            pgtrigger.Protect(name="final_levy_unchanged", operation=pgtrigger.Update | pgtrigger.Delete,
+                              condition=pgtrigger.Q(old__status="final")),
+        ]
+
+    @property
+    def is_final(self) -> bool:
+        return self.status == self.Status.FINAL
+
+
+class RollLine(models.Model):
+    """One parcel on the roll (¶9), with the parcel data the charge was computed from.
+
+    Amounts are plain dollar decimals here (not ``MoneyField``): a roll has up to 100,000 lines of
+    six amounts each and the levy it belongs to carries the currency."""
+
+    levy = models.ForeignKey(Levy, on_delete=models.CASCADE, related_name="lines")
+    parcel = models.ForeignKey("parcels.Parcel", on_delete=models.PROTECT, related_name="roll_lines")
+    parcel_code = models.CharField(_("catastro"), max_length=40)
+    owner = models.ForeignKey("parcels.Owner", on_delete=models.PROTECT, related_name="+")
+    owner_key = models.CharField(max_length=40)
+    owner_name = models.CharField(max_length=200)
+    inclusion = models.CharField(max_length=10)
+    water_since = models.DateField(null=True)
+    gravity_acres = models.DecimalField(max_digits=12, decimal_places=4)
+    pumped_acres = models.DecimalField(max_digits=12, decimal_places=4)
+    equivalent_acres = models.DecimalField(max_digits=13, decimal_places=4)
+    credit_percent = models.DecimalField(max_digits=5, decimal_places=2)
+    levied = models.BooleanField()
+    reason = models.CharField(max_length=20)
+    om_charge = models.DecimalField(max_digits=14, decimal_places=2)
+    credit = models.DecimalField(max_digits=14, decimal_places=2)
+    net = models.DecimalField(max_digits=14, decimal_places=2)
+    first_installment = models.DecimalField(max_digits=14, decimal_places=2)
+    second_installment = models.DecimalField(max_digits=14, decimal_places=2)
+
+    class Meta:
+        ordering = ["parcel_code"]
+        constraints = [
+            models.UniqueConstraint(fields=["levy", "parcel"], name="one_line_per_parcel"),
+            models.CheckConstraint(condition=Q(net=models.F("om_charge") - models.F("credit")), name="rollline_net"),
+            models.CheckConstraint(
+                condition=Q(first_installment=models.F("net") - models.F("second_installment")), name="rollline_halves",
+            ),
+            models.CheckConstraint(condition=Q(om_charge__gte=0) & Q(credit__gte=0) & Q(net__gte=0), name="rollline_not_negative"),
+        ]
+        indexes = [models.Index(fields=["levy", "parcel_code"]), models.Index(fields=["levy", "owner_name"])]
+        triggers = [
+            pgtrigger.Trigger(
+                name="final_roll_lines_unchanged",
+                operation=pgtrigger.Update | pgtrigger.Delete | pgtrigger.Insert,
+                when=pgtrigger.Before,
+                func=pgtrigger.Func(
+                    """
+                    IF EXISTS (SELECT 1 FROM levy_levy WHERE id = COALESCE(NEW.levy_id, OLD.levy_id) AND status = 'final')
+                       OR (TG_OP = 'UPDATE' AND EXISTS (SELECT 1 FROM levy_levy WHERE id = OLD.levy_id AND status = 'final')) THEN
+                        RAISE EXCEPTION 'a finalized roll (padrón) cannot be changed: % on levy %', TG_OP, COALESCE(NEW.levy_id, OLD.levy_id)
+                            USING ERRCODE = 'integrity_constraint_violation';
+                    END IF;
+                    RETURN COALESCE(NEW, OLD);
+                    """
+                ),
+            ),
+        ]
+
+
+class RollCorrection(models.Model):
+    """A supplementary entry after finalization: references the line it corrects, with a reason and
+    its own due date; billed as its own charge and reconciled apart from the original roll."""
+
+    roll_line = models.ForeignKey(RollLine, on_delete=models.PROTECT, related_name="corrections")
+    om_charge_delta = money_field(_("cambio en el cargo de O&M"))
+    credit_delta = money_field(_("cambio en el crédito"))
+    net_delta = money_field(_("cambio neto"))
+    reason = models.TextField(_("razón"))
+    due_date = models.DateField(_("vence"))
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["created_at"]
+        constraints = [
+            models.CheckConstraint(condition=Q(net_delta=models.F("om_charge_delta") - models.F("credit_delta")), name="correction_net"),
+        ]
+        triggers = [pgtrigger.Protect(name="correction_unchanged", operation=pgtrigger.Update | pgtrigger.Delete)]

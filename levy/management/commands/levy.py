@@ -1,0 +1,141 @@
+"""``manage.py levy …``: the levy workflow for batch work, through the same services as the pages."""
+
+from __future__ import annotations
+
+import csv
+import json
+from decimal import Decimal, InvalidOperation
+
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from levy import services
+from levy.exports import ROLL_COLUMNS, levy_summary, roll_rows
+from levy.models import Levy
+
+
+def amount(value: str) -> Decimal:
+    try:
+        result = Decimal(value)
+    except InvalidOperation:
+        raise CommandError(f"not an amount: {value!r}") from None
+    if not result.is_finite():
+        raise CommandError(f"not an amount: {value!r}")
+    if result < 0:
+        raise CommandError(f"amounts cannot be negative: {value}")
+    return result
+
+
+class Command(BaseCommand):
+    help = "The yearly levy: estimates, certify, compute, finalize, show, export."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        sub = parser.add_subparsers(dest="action", required=True)
+
+        def add(name: str, help_text: str, user: bool = True) -> CommandParser:
+            command = sub.add_parser(name, help=help_text)
+            command.add_argument("--fiscal-year", required=True, help="e.g. 2026-2027")
+            if user:
+                command.add_argument("--user", required=True, help="the acting user's username")
+            return command
+
+        estimates = add("estimates", "enter the year's estimates (Authority staff; uncertified)")
+        estimates.add_argument("--om-estimate", required=True)
+        estimates.add_argument("--reserve", required=True)
+        estimates.add_argument("--misc-income", required=True)
+        estimates.add_argument("--deficit")
+        estimates.add_argument("--surplus")
+        estimates.add_argument("--credits", help="a certified factor (3) amount instead of the solved one")
+        estimates.add_argument("--reason", default="", help="why certified estimates are replaced")
+        add("certify", "certify the year's estimates (Authority staff)")
+        add("compute", "compute the draft levy and roll (Hacienda)")
+        add("finalize", "finalize the roll (Hacienda; not the certifier)")
+        show = add("show", "print the levy", user=False)
+        show.add_argument("--format", choices=["json", "text"], default="text")
+        export = add("export", "print the roll", user=False)
+        export.add_argument("--format", choices=["csv"], default="csv")
+
+    def handle(self, *args, action: str, fiscal_year: str, **options) -> None:
+        try:
+            getattr(self, f"do_{action}")(fiscal_year, options)
+        except services.LevyError as exc:
+            self.stderr.write(f"error: {exc}")
+            raise SystemExit(1) from None
+        except CommandError as exc:
+            self.stderr.write(f"error: {exc}")
+            raise SystemExit(1) from None
+
+    def user(self, options: dict):
+        user = get_user_model().objects.filter(username=options["user"]).first()
+        if user is None:
+            raise CommandError(f"unknown user {options['user']!r}")
+        return user
+
+    def do_estimates(self, fiscal_year: str, options: dict) -> None:
+        if options["deficit"] is not None and options["surplus"] is not None:
+            raise CommandError("give a deficit or a surplus, not both (¶2)")
+        given = {name: amount(options[name]) for name in ("om_estimate", "reserve", "misc_income")}
+        optional = {name: amount(options[name]) if options[name] is not None else None for name in ("deficit", "surplus", "credits")}
+        estimate = services.estimate_enter(
+            acting_user=self.user(options), fiscal_year=fiscal_year, **given,
+            deficit=optional["deficit"] or Decimal("0"), surplus=optional["surplus"] or Decimal("0"),
+            certified_credits=optional["credits"], reason=options["reason"],
+        )
+        self.stdout.write(f"estimates for {fiscal_year} entered (uncertified) by {estimate.entered_by.username}")
+
+    def do_certify(self, fiscal_year: str, options: dict) -> None:
+        estimate = services.estimate_certify(acting_user=self.user(options), fiscal_year=fiscal_year)
+        self.stdout.write(f"estimates for {fiscal_year} certified by {estimate.certified_by.username}")
+
+    def do_compute(self, fiscal_year: str, options: dict) -> None:
+        levy = services.levy_compute(acting_user=self.user(options), fiscal_year=fiscal_year)
+        self.write_worksheet(levy)
+
+    def do_finalize(self, fiscal_year: str, options: dict) -> None:
+        levy = services.roll_finalize(acting_user=self.user(options), fiscal_year=fiscal_year)
+        late = " (late: after July 1, ¶11)" if levy.finalized_late else ""
+        self.stdout.write(f"roll for {fiscal_year} finalized on {levy.finalized_on.isoformat()} by {levy.finalized_by.username}{late}")
+
+    def levy(self, fiscal_year: str) -> Levy:
+        year = services.fiscal_year_get(fiscal_year)
+        levy = services.final_levy(year) or services.draft_levy(year)
+        if levy is None:
+            raise CommandError(f"no levy computed for {fiscal_year}")
+        return levy
+
+    def do_show(self, fiscal_year: str, options: dict) -> None:
+        levy = self.levy(fiscal_year)
+        if options["format"] == "json":
+            self.stdout.write(json.dumps(levy_summary(levy), indent=2))
+        else:
+            self.write_worksheet(levy)
+
+    def do_export(self, fiscal_year: str, options: dict) -> None:
+        writer = csv.writer(self.stdout, lineterminator="\n")
+        writer.writerow(ROLL_COLUMNS)
+        for row in roll_rows(self.levy(fiscal_year)):
+            writer.writerow(row)
+
+    def write_worksheet(self, levy: Levy) -> None:
+        summary = levy_summary(levy)
+        rows = [
+            ("¶1(1) O&M estimate", summary["om_estimate"]),
+            ("¶1(2) reserve fund", summary["reserve"]),
+            ("¶1(3) credits for ceded water rights" + (" (certified)" if levy.credits_certified else ""), summary["credits"]),
+            ("¶2 + deficit", summary["deficit"]),
+            ("¶2 − surplus", summary["surplus"]),
+            ("¶3 − miscellaneous income", summary["misc_income"]),
+            ("subtotal", summary["subtotal"]),
+            ("¶3 + 2% safety margin", summary["safety_margin"]),
+            ("¶4 total levy", summary["total_levy"]),
+            ("¶5 equivalent acres (paying parcels)", summary["equivalent_acres"]),
+            ("¶6 rate per gravity acre", summary["rate_gravity"]),
+            ("¶6 rate per pumped acre", summary["rate_pumped"]),
+            ("parcels levied", str(summary["parcels_levied"])),
+            ("roll total (= levy)", summary["roll_total"]),
+            ("credits granted", summary["roll_credits"]),
+            ("roll net", summary["roll_net"]),
+        ]
+        self.stdout.write(f"levy {levy.fiscal_year.label} ({levy.status})")
+        for label, value in rows:
+            self.stdout.write(f"  {label:<42} {value:>18}")
