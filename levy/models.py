@@ -242,10 +242,12 @@ class RollLine(models.Model):
     Amounts are plain dollar decimals here (not ``MoneyField``): a roll has up to 100,000 lines of
     six amounts each and the levy it belongs to carries the currency."""
 
-    levy = models.ForeignKey(Levy, on_delete=models.CASCADE, related_name="lines")
+    # The (levy, parcel_code) and (levy, parcel) indexes cover lookups by levy; owner lookups go
+    # through the parcel. Fewer indexes keep a 100,000-line roll quick to write.
+    levy = models.ForeignKey(Levy, on_delete=models.CASCADE, related_name="lines", db_index=False)
     parcel = models.ForeignKey("parcels.Parcel", on_delete=models.PROTECT, related_name="roll_lines")
     parcel_code = models.CharField(_("catastro"), max_length=40)
-    owner = models.ForeignKey("parcels.Owner", on_delete=models.PROTECT, related_name="+")
+    owner = models.ForeignKey("parcels.Owner", on_delete=models.PROTECT, related_name="+", db_index=False)
     owner_key = models.CharField(max_length=40)
     owner_name = models.CharField(max_length=200)
     inclusion = models.CharField(max_length=10)
@@ -272,20 +274,43 @@ class RollLine(models.Model):
             ),
             models.CheckConstraint(condition=Q(om_charge__gte=0) & Q(credit__gte=0) & Q(net__gte=0), name="rollline_not_negative"),
         ]
-        indexes = [models.Index(fields=["levy", "parcel_code"]), models.Index(fields=["levy", "owner_name"])]
+        indexes = [models.Index(fields=["levy", "parcel_code"])]
+        # Statement-level checks (transition tables): one query per statement, not one per line,
+        # so writing a 100,000-line draft stays fast while a final roll refuses every change.
         triggers = [
             pgtrigger.Trigger(
-                name="final_roll_lines_unchanged",
-                operation=pgtrigger.Update | pgtrigger.Delete | pgtrigger.Insert,
-                when=pgtrigger.Before,
+                name=f"final_roll_lines_no_{operation}",
+                operation=getattr(pgtrigger, operation.capitalize()),
+                when=pgtrigger.After,
+                level=pgtrigger.Statement,
+                referencing=pgtrigger.Referencing(**{"old" if operation == "delete" else "new": "changed_rows"}),
                 func=pgtrigger.Func(
-                    """
-                    IF EXISTS (SELECT 1 FROM levy_levy WHERE id = COALESCE(NEW.levy_id, OLD.levy_id) AND status = 'final')
-                       OR (TG_OP = 'UPDATE' AND EXISTS (SELECT 1 FROM levy_levy WHERE id = OLD.levy_id AND status = 'final')) THEN
-                        RAISE EXCEPTION 'a finalized roll (padrón) cannot be changed: % on levy %', TG_OP, COALESCE(NEW.levy_id, OLD.levy_id)
+                    f"""
+                    IF EXISTS (SELECT 1 FROM changed_rows c JOIN levy_levy l ON l.id = c.levy_id WHERE l.status = 'final')
+                    THEN
+                        RAISE EXCEPTION 'a finalized roll (padrón) cannot be changed ({operation})'
                             USING ERRCODE = 'integrity_constraint_violation';
                     END IF;
-                    RETURN COALESCE(NEW, OLD);
+                    RETURN NULL;
+                    """
+                ),
+            )
+            for operation in ("insert", "update", "delete")
+        ] + [
+            # An update could move a line out of a final levy: check the old side too.
+            pgtrigger.Trigger(
+                name="final_roll_lines_not_moved",
+                operation=pgtrigger.Update,
+                when=pgtrigger.After,
+                level=pgtrigger.Statement,
+                referencing=pgtrigger.Referencing(old="old_rows"),
+                func=pgtrigger.Func(
+                    """
+                    IF EXISTS (SELECT 1 FROM old_rows o JOIN levy_levy l ON l.id = o.levy_id WHERE l.status = 'final') THEN
+                        RAISE EXCEPTION 'a finalized roll (padrón) cannot be changed (update)'
+                            USING ERRCODE = 'integrity_constraint_violation';
+                    END IF;
+                    RETURN NULL;
                     """
                 ),
             ),

@@ -13,6 +13,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
+from parcels.bulk import copy_insert
 from parcels.models import Parcel
 from parcels.roles import AUTHORITY, HACIENDA, has_role
 
@@ -20,6 +21,11 @@ from . import rules
 from .models import Estimate, FiscalYear, LegalParameterSet, Levy, RollCorrection, RollLine
 
 ZERO = Decimal("0.00")
+ROLL_LINE_COLUMNS = (
+    "levy_id", "parcel_id", "parcel_code", "owner_id", "owner_key", "owner_name", "inclusion", "water_since",
+    "gravity_acres", "pumped_acres", "equivalent_acres", "credit_percent", "levied", "reason", "om_charge", "credit",
+    "net", "first_installment", "second_installment",
+)
 
 
 class LevyError(Exception):
@@ -101,7 +107,7 @@ def estimate_enter(
             raise LevyError(_("Los estimados de %(y)s están certificados: reemplazarlos requiere una razón.") % {"y": year.label})
         previous.status = Estimate.Status.WITHDRAWN
         previous.save(update_fields=["status"])
-        Levy.objects.filter(fiscal_year=year, status=Levy.Status.DRAFT).delete()  # computed from the old estimate
+        _draft_discard(year)  # computed from the old estimate
     estimate = Estimate(
         fiscal_year=year, entered_by=acting_user, reason=reason.strip(), supersedes=previous,
         certified_credits=credits, **values,
@@ -126,6 +132,14 @@ def estimate_certify(*, acting_user: Any, fiscal_year: str) -> Estimate:
     estimate.certified_at = timezone.now()
     estimate.save(update_fields=["status", "certified_by", "certified_at"])
     return estimate
+
+
+def _draft_discard(year: FiscalYear) -> None:
+    """Drop the year's draft levy and its lines in two statements (not one query per line)."""
+    draft = draft_levy(year)
+    if draft is not None:
+        RollLine.objects.filter(levy=draft)._raw_delete(RollLine.objects.db)
+        draft.delete()
 
 
 def registry_fingerprint() -> str:
@@ -191,7 +205,7 @@ def levy_compute(*, acting_user: Any, fiscal_year: str, progress: Callable[[int,
     fingerprint = registry_fingerprint()
     parcels, refs = parcel_inputs()
     result = compute(year=year, estimate=estimate, parcels=parcels, params=params)
-    Levy.objects.filter(fiscal_year=year, status=Levy.Status.DRAFT).delete()
+    _draft_discard(year)
     sheet = result.worksheet
     levy = Levy.objects.create(
         fiscal_year=year, estimate=estimate, parameters=params.snapshot(), registry_fingerprint=fingerprint,
@@ -204,21 +218,17 @@ def levy_compute(*, acting_user: Any, fiscal_year: str, progress: Callable[[int,
         roll_credits=result.roll_credits, roll_net=result.roll_net, computed_by=acting_user, computed_at=timezone.now(),
     )
     total = len(result.lines)
-    batch: list[RollLine] = []
-    for done, line in enumerate(result.lines, start=1):
-        pk, owner_id, owner_key, owner_name, inclusion, water = refs[line.parcel_id]
-        batch.append(RollLine(
-            levy=levy, parcel_id=pk, parcel_code=line.parcel_id, owner_id=owner_id, owner_key=owner_key,
-            owner_name=owner_name, inclusion=inclusion, water_since=water, gravity_acres=line.gravity_acres,
-            pumped_acres=line.pumped_acres, equivalent_acres=line.equivalent_acres, credit_percent=line.credit_percent,
-            levied=line.levied, reason=line.reason, om_charge=line.om_charge, credit=line.credit, net=line.net,
-            first_installment=line.first_installment, second_installment=line.second_installment,
-        ))
-        if len(batch) == 5000 or done == total:
-            RollLine.objects.bulk_create(batch)
-            batch = []
-            if progress:
+
+    def rows():
+        for done, line in enumerate(result.lines, start=1):
+            pk, owner_id, owner_key, owner_name, inclusion, water = refs[line.parcel_id]
+            yield (levy.pk, pk, line.parcel_id, owner_id, owner_key, owner_name, inclusion, water, line.gravity_acres,
+                   line.pumped_acres, line.equivalent_acres, line.credit_percent, line.levied, line.reason, line.om_charge,
+                   line.credit, line.net, line.first_installment, line.second_installment)
+            if progress and (done % 5000 == 0 or done == total):
                 progress(done, total)
+
+    copy_insert(RollLine, ROLL_LINE_COLUMNS, rows())
     return levy
 
 
