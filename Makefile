@@ -6,7 +6,6 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 DEV_STAMP := $(VENV)/.installed-dev
 SECRET_FILE := .pgdata/secret_key
-export DJANGO_SETTINGS_MODULE ?= lajas_portal.settings
 
 .PHONY: run test lint migrations-check worker bench stop-db clean
 
@@ -34,7 +33,7 @@ run: $(STAMP) $(SECRET_FILE)
 	  DEBUG=true SECRET_KEY_FILE=$(SECRET_FILE) $(PY) manage.py runserver 127.0.0.1:8000
 
 test: $(DEV_STAMP)
-	$(PY) -m pytest $(PYTEST_ARGS)
+	DJANGO_SETTINGS_MODULE=lajas_portal.settings_test $(PY) -m pytest $(PYTEST_ARGS)
 
 lint: $(DEV_STAMP)
 	$(PY) -m ruff check .
