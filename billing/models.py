@@ -1,1 +1,247 @@
-"""Billing models come with the billing issue."""
+"""Billing and collection: charges (installments, corrections, water sales), payments at the
+Collector's office, numbered receipts, voids, refunds and the append-only ledger.
+
+Design:
+- A ``Charge`` is what a parcel owes: the two installments (*plazos*) of each finalized roll
+  line (¶9, ¶12), supplementary corrections (their own charge), and sec. 374a water sales. Its
+  due date and last day to pay are fixed when it is issued and never recomputed.
+- A ``Payment`` is money received at a *colecturía*; it is never edited or deleted. A bounced
+  check is a ``PaymentVoid`` (a new dated reversing entry by a supervisor, with a reason).
+- Surcharges (*recargos*, ¶12) are not posted by a nightly job: they are computed as of a date
+  by replaying the account (``billing.rules.account_state``), so computing twice never charges
+  twice. When a payment settles surcharge, the ledger records that realized surcharge.
+- ``LedgerEntry`` is the append-only account of each parcel (debit/credit, both positive:
+  hordak's lesson on signed amounts); balances are sums, never typed in. Triggers refuse
+  UPDATE and DELETE on charges, payments, voids, receipts and ledger rows.
+- ``Receipt`` numbers are unique per office and fiscal year of the payment date, with no gaps:
+  a ``ReceiptSeries`` row is locked and advanced inside the payment's transaction.
+"""
+
+from __future__ import annotations
+
+import pgtrigger
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+from django.utils.translation import gettext_lazy as _
+
+from levy.models import money_field
+
+APPEND_ONLY = [pgtrigger.Protect(name="append_only", operation=pgtrigger.Update | pgtrigger.Delete)]
+
+
+class Office(models.Model):
+    """A Collector's office (*colecturía*)."""
+
+    code = models.CharField(_("código"), max_length=10, unique=True)
+    name = models.CharField(_("nombre"), max_length=120)
+    address = models.CharField(_("dirección"), max_length=200, blank=True)
+
+    class Meta:
+        ordering = ["code"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.code})"
+
+
+class CollectorAssignment(models.Model):
+    """The office a collector or supervisor works at."""
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="collector_assignment")
+    office = models.ForeignKey(Office, on_delete=models.PROTECT, related_name="assignments")
+
+
+class OfficeClosure(models.Model):
+    """A day the offices were closed (e.g. a hurricane): it moves a last day to pay like a holiday (¶12)."""
+
+    day = models.DateField(_("día"), unique=True)
+    reason = models.CharField(_("razón"), max_length=200)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["day"]
+
+
+class Charge(models.Model):
+    class Kind(models.TextChoices):
+        INSTALLMENT = "installment", _("Plazo de la contribución")
+        CORRECTION = "correction", _("Corrección suplementaria")
+        WATER = "water", _("Venta de agua (sec. 374a)")
+
+    parcel = models.ForeignKey("parcels.Parcel", on_delete=models.PROTECT, related_name="charges")
+    kind = models.CharField(max_length=12, choices=Kind.choices)
+    fiscal_year = models.ForeignKey("levy.FiscalYear", on_delete=models.PROTECT, related_name="charges")
+    number = models.PositiveSmallIntegerField(_("plazo"), null=True, blank=True)  # 1 = July, 2 = January
+    roll_line = models.ForeignKey("levy.RollLine", on_delete=models.PROTECT, null=True, blank=True, related_name="charges")
+    correction = models.OneToOneField("levy.RollCorrection", on_delete=models.PROTECT, null=True, blank=True, related_name="charge")
+    description = models.CharField(max_length=200)
+    principal = money_field(_("principal"))
+    due_date = models.DateField(_("vence"))
+    last_day_to_pay = models.DateField(_("último día para pagar"))
+    accrues_surcharge = models.BooleanField(default=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["due_date", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["roll_line", "number"], condition=Q(kind="installment"), name="one_installment_per_half"),
+            models.CheckConstraint(condition=Q(principal__gte=0), name="charge_not_negative"),
+            models.CheckConstraint(condition=Q(last_day_to_pay__gte=models.F("due_date")), name="charge_last_day_after_due"),
+            models.CheckConstraint(
+                condition=~Q(kind="installment") | (Q(roll_line__isnull=False) & Q(number__in=[1, 2])), name="installment_has_line",
+            ),
+        ]
+        indexes = [models.Index(fields=["parcel", "due_date"]), models.Index(fields=["fiscal_year", "number"])]
+        triggers = APPEND_ONLY
+
+    def __str__(self) -> str:
+        return self.description
+
+    @property
+    def key(self) -> str:
+        return f"C{self.pk}"
+
+
+class Payment(models.Model):
+    class Method(models.TextChoices):
+        CASH = "cash", _("Efectivo")
+        CHECK = "check", _("Cheque")
+        CARD = "card", _("Tarjeta")
+        TRANSFER = "transfer", _("Transferencia")
+
+    parcel = models.ForeignKey("parcels.Parcel", on_delete=models.PROTECT, related_name="payments")
+    office = models.ForeignKey(Office, on_delete=models.PROTECT, related_name="payments")
+    collector = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    paid_on = models.DateField(_("fecha de pago"))
+    amount = money_field(_("cantidad"))
+    method = models.CharField(_("forma de pago"), max_length=10, choices=Method.choices)
+    reference = models.CharField(_("referencia"), max_length=80, blank=True)
+    idempotency_key = models.CharField(max_length=64, unique=True)
+    payer_name = models.CharField(_("pagador"), max_length=200)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["paid_on", "id"]
+        constraints = [models.CheckConstraint(condition=Q(amount__gt=0), name="payment_positive")]
+        indexes = [models.Index(fields=["parcel", "paid_on"]), models.Index(fields=["office", "paid_on"])]
+        triggers = APPEND_ONLY
+
+    @property
+    def key(self) -> str:
+        return f"P{self.pk}"
+
+
+class PaymentVoid(models.Model):
+    """A reversing entry for a payment (bounced check), dated, with a reason, by a supervisor."""
+
+    payment = models.OneToOneField(Payment, on_delete=models.PROTECT, related_name="void")
+    voided_on = models.DateField(_("fecha de la anulación"))
+    reason = models.CharField(_("razón"), max_length=200)
+    voided_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        triggers = APPEND_ONLY
+
+
+class Refund(models.Model):
+    """A supervisor pays back money beyond every issued charge (the account's credit)."""
+
+    parcel = models.ForeignKey("parcels.Parcel", on_delete=models.PROTECT, related_name="refunds")
+    amount = money_field(_("cantidad"))
+    refunded_on = models.DateField()
+    reason = models.CharField(max_length=200)
+    refunded_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.CheckConstraint(condition=Q(amount__gt=0), name="refund_positive")]
+        triggers = APPEND_ONLY
+
+
+class ReceiptSeries(models.Model):
+    """The last receipt number used by an office in a fiscal year (locked to allocate the next)."""
+
+    office = models.ForeignKey(Office, on_delete=models.PROTECT)
+    fiscal_year = models.CharField(max_length=9)
+    last_number = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["office", "fiscal_year"], name="one_series_per_office_year")]
+
+
+class Receipt(models.Model):
+    """A numbered tax receipt (*recibo contributivo*): an immutable snapshot of the payment, the
+    parcel and owner, and what the payment paid (¶9: it shows the O&M levy and the credit)."""
+
+    office = models.ForeignKey(Office, on_delete=models.PROTECT, related_name="receipts")
+    fiscal_year = models.CharField(max_length=9)
+    number = models.PositiveIntegerField()
+    payment = models.OneToOneField(Payment, on_delete=models.PROTECT, related_name="receipt")
+    snapshot = models.JSONField()
+    issued_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-issued_at"]
+        constraints = [models.UniqueConstraint(fields=["office", "fiscal_year", "number"], name="receipt_number_unique")]
+        triggers = APPEND_ONLY
+
+    @property
+    def display_number(self) -> str:
+        return f"{self.office.code}-{self.fiscal_year}-{self.number:06d}"
+
+    def delete(self, *args, **kwargs):
+        raise PermissionError("receipts are never deleted; void the payment instead")
+
+
+class LedgerEntry(models.Model):
+    """One append-only line of a parcel's account. Debits raise what is owed, credits lower it."""
+
+    class Kind(models.TextChoices):
+        CHARGE = "charge", _("Cargo")
+        SURCHARGE = "surcharge", _("Recargo")
+        PAYMENT = "payment", _("Pago")
+        VOID = "void", _("Anulación de pago")
+        SURCHARGE_VOID = "surcharge_void", _("Recargo revertido")
+        REFUND = "refund", _("Reembolso")
+
+    parcel = models.ForeignKey("parcels.Parcel", on_delete=models.PROTECT, related_name="ledger")
+    entry_date = models.DateField()
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    debit = money_field(_("débito"), default=0)
+    credit = money_field(_("crédito"), default=0)
+    charge = models.ForeignKey(Charge, on_delete=models.PROTECT, null=True, blank=True, related_name="+")
+    payment = models.ForeignKey(Payment, on_delete=models.PROTECT, null=True, blank=True, related_name="+")
+    refund = models.ForeignKey(Refund, on_delete=models.PROTECT, null=True, blank=True, related_name="+")
+    description = models.CharField(max_length=200)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["entry_date", "id"]
+        constraints = [
+            models.CheckConstraint(condition=Q(debit__gte=0) & Q(credit__gte=0), name="ledger_positive"),
+            models.CheckConstraint(condition=(Q(debit=0) & Q(credit__gt=0)) | (Q(credit=0) & Q(debit__gt=0)), name="ledger_one_side"),
+        ]
+        indexes = [models.Index(fields=["parcel", "entry_date"])]
+        triggers = APPEND_ONLY
+
+
+class DayClose(models.Model):
+    """End of day at an office: counted cash and checks against the day's receipts; once closed
+    by a supervisor that day's payments are voided only with a new, dated reversal."""
+
+    office = models.ForeignKey(Office, on_delete=models.PROTECT, related_name="closes")
+    day = models.DateField()
+    counted_cash = money_field(_("efectivo contado"))
+    counted_checks = money_field(_("cheques contados"))
+    expected_cash = money_field(_("efectivo según recibos"))
+    expected_checks = money_field(_("cheques según recibos"))
+    closed_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    closed_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["office", "day"], name="one_close_per_office_day")]
+        triggers = APPEND_ONLY

@@ -149,7 +149,8 @@ AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
 AXES_VERBOSE = False
 AXES_LOCKOUT_TEMPLATE = "registration/locked.html"
-AXES_IPWARE_PROXY_COUNT = envint("AXES_PROXY_COUNT", "0")
+AXES_IPWARE_PROXY_COUNT = envint("AXES_PROXY_COUNT", "0")  # 1 behind the compose nginx
+AXES_CLIENT_IP_CALLABLE = "parcels.middleware.client_ip"
 
 # Sessions end after 30 minutes without a request.
 SESSION_COOKIE_AGE = 30 * 60

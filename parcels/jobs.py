@@ -101,11 +101,22 @@ def job_run(job_id: int) -> Job:
 
 
 def worker_loop(*, once: bool = False, idle_sleep: float = 1.0) -> int:
-    """Take and run jobs until stopped (or until the queue is empty with ``once``)."""
+    """Take and run jobs until stopped (or until the queue is empty with ``once``).
+
+    SIGTERM/SIGINT let the job at hand finish, then the loop ends: a stopped container does not
+    leave a job half done for the stale-job timeout to pick up."""
+    import signal
     import time
 
+    stopping = []
+
+    def stop(signum: int, frame: Any) -> None:
+        stopping.append(signum)
+
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, stop)
     done = 0
-    while True:
+    while not stopping:
         close_old_connections()
         job = job_claim()
         if job is None:
@@ -115,3 +126,4 @@ def worker_loop(*, once: bool = False, idle_sleep: float = 1.0) -> int:
             continue
         job_run(job.pk)
         done += 1
+    return done

@@ -20,3 +20,17 @@ class SecurityHeadersMiddleware:
         response.headers.setdefault("Content-Security-Policy", CONTENT_SECURITY_POLICY)
         response.headers.setdefault("Permissions-Policy", "camera=(), microphone=(), geolocation=()")
         return response
+
+
+def client_ip(request: HttpRequest) -> str:
+    """The client's address for login throttling (django-axes) behind ``AXES_PROXY_COUNT`` proxies.
+
+    Each trusted proxy appends the address it saw to X-Forwarded-For, so the client is the entry
+    ``AXES_PROXY_COUNT`` places from the right; with no proxy the socket's address is used."""
+    from django.conf import settings
+
+    proxies = settings.AXES_IPWARE_PROXY_COUNT
+    forwarded = [part.strip() for part in request.META.get("HTTP_X_FORWARDED_FOR", "").split(",") if part.strip()]
+    if proxies and len(forwarded) >= proxies:
+        return forwarded[-proxies]
+    return request.META.get("REMOTE_ADDR", "")

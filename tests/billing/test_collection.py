@@ -1,0 +1,211 @@
+"""Installments, payments at the counter, receipts and statements, on districts built by hand."""
+
+from __future__ import annotations
+
+import io
+import json
+import threading
+from datetime import date
+from decimal import Decimal
+
+import pytest
+from django.core.management import call_command
+from django.db import DatabaseError, connection, transaction
+
+from billing import services
+from billing.models import Charge, LedgerEntry, Payment, Receipt
+from levy.services import estimate_certify, estimate_enter, levy_compute, roll_finalize
+from parcels.models import Parcel
+
+EXAMPLE_1 = [("P1", "100"), ("P2", "250"), ("P3", "50"), ("P4", "75.5"), ("P5", "24.5")]
+
+
+def billing_cmd(*args: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        call_command("billing", *args, stdout=out, stderr=err)
+        code = 0
+    except SystemExit as exc:
+        code = exc.code
+    return code, out.getvalue(), err.getvalue()
+
+
+@pytest.fixture
+def staff(make_user):
+    return {"authority": make_user("aut", "authority"), "hacienda": make_user("hac", "hacienda"),
+            "collector": make_user("col", "collector"), "collector2": make_user("col2", "collector"),
+            "supervisor": make_user("sup", "supervisor")}
+
+
+@pytest.fixture
+def district_1(make_parcel, owner_a, staff):
+    """Example 1 of the worked examples, finalized on 2026-06-30 (on time)."""
+    for parcel_id, gravity in EXAMPLE_1:
+        make_parcel(parcel_id, owner_a, gravity=gravity)
+    estimate_enter(acting_user=staff["authority"], fiscal_year="2026-2027", om_estimate=Decimal("100000.00"),
+                   reserve=Decimal("1500.00"), misc_income=Decimal("7500.00"), surplus=Decimal("4000.00"))
+    estimate_certify(acting_user=staff["authority"], fiscal_year="2026-2027")
+    levy_compute(acting_user=staff["hacienda"], fiscal_year="2026-2027")
+    return roll_finalize(acting_user=staff["hacienda"], fiscal_year="2026-2027", today=date(2026, 6, 30))
+
+
+def statement(parcel_id: str, as_of: str) -> dict:
+    code, out, err = billing_cmd("statement", "--parcel", parcel_id, "--as-of", as_of, "--format", "json")
+    assert code == 0, err
+    return json.loads(out)
+
+
+@pytest.mark.django_db
+def test_finalizing_issues_two_installments_per_paying_parcel_once(district_1, staff):
+    charges = Charge.objects.filter(parcel__parcel_id="P4").order_by("number")
+    assert [(c.number, c.principal.amount, c.due_date, c.last_day_to_pay) for c in charges] == [
+        (1, Decimal("6930.90"), date(2026, 7, 1), date(2026, 8, 31)),  # 2026-08-30 is a Sunday
+        (2, Decimal("6930.90"), date(2027, 1, 1), date(2027, 3, 2)),
+    ]
+    assert Charge.objects.count() == 10
+    assert services.installments_issue(acting_user=staff["hacienda"], levy=district_1) == 0
+    assert Charge.objects.count() == 10 and LedgerEntry.objects.filter(kind="charge").count() == 10
+
+
+@pytest.mark.django_db
+def test_worked_example_1_late_july_half(district_1, staff):
+    before = statement("P4", "2026-10-15")
+    july = before["installments"][0]
+    assert (july["number"], july["due_date"], july["last_day_to_pay"], july["principal"], july["surcharge"], july["balance"]) == (
+        1, "2026-07-01", "2026-08-31", "6930.90", "69.31", "7000.21")
+    assert july["surcharge_basis"] == "½% × 2 meses sobre $6,930.90"
+    assert before["total_due"] == "7000.21"  # the January half is not due yet
+    code, out, err = billing_cmd("pay", "--parcel", "P4", "--amount", "7000.21", "--date", "2026-10-15", "--user", "col")
+    assert code == 0, err
+    number = out.split()[-1]
+    receipt = Receipt.objects.get()
+    assert number == receipt.display_number == "LAJ-2026-2027-000001"
+    line = receipt.snapshot["applications"][0]
+    assert (line["surcharge"], line["principal_paid"], line["om_charge"], line["credit"]) == ("69.31", "6930.90", "13861.80", "0.00")
+    after = statement("P4", "2026-10-15")
+    assert after["installments"][0]["paid"] == "7000.21" and after["installments"][0]["balance"] == "0.00"
+    assert after["total_due"] == "0.00"
+    # the ledger: charges + realized surcharge − payments
+    assert services.ledger_balance(Parcel.objects.get(parcel_id="P4")) == Decimal("6930.90")
+
+
+@pytest.mark.django_db
+def test_partial_payments_across_periods_and_payment_order(district_1, staff):
+    parcel = Parcel.objects.get(parcel_id="P5")  # halves 2249.10 / 2249.10, D = 2026-09-01
+    receipt = services.payment_record(acting_user=staff["collector"], parcel=parcel, amount=Decimal("1000.00"), paid_on=date(2026, 9, 15))
+    # period 1 began on 09-01 with 2249.10 unpaid: ½% = 11.2455 → 11.25 paid first, then 988.75 principal
+    assert receipt.snapshot["applications"][0]["surcharge"] == "11.25"
+    assert receipt.snapshot["applications"][0]["principal_paid"] == "988.75"
+    # period 2 (10-01) accrues on 1260.35 unpaid: total ½% × (2249.10 + 1260.35) = 17.547… → 17.55
+    july = statement("P5", "2026-10-20")["installments"][0]
+    assert (july["surcharge"], july["paid"], july["balance"]) == ("17.55", "1000.00", "1266.65")
+    assert july["surcharge_basis"] == "½% × 1 mes sobre $2,249.10 + ½% × 1 mes sobre $1,260.35"
+    # an overpayment pays the oldest first, then the January half early, and the rest is credit
+    receipt = services.payment_record(acting_user=staff["collector"], parcel=parcel, amount=Decimal("4000.00"), paid_on=date(2026, 10, 20))
+    paid = [(a["number"], a["surcharge"], a["principal_paid"]) for a in receipt.snapshot["applications"]]
+    assert paid == [(1, "6.30", "1260.35"), (2, "0.00", "2249.10")]
+    assert receipt.snapshot["credit_balance"] == "484.25"
+    final = statement("P5", "2027-06-30")
+    assert final["total_due"] == "0.00" and final["credit_balance"] == "484.25"
+
+
+@pytest.mark.django_db
+def test_pay_command_refusals(district_1, staff):
+    cases = [
+        (["--parcel", "NOPE", "--amount", "1", "--date", "2026-10-15", "--user", "col"], "NOPE"),
+        (["--parcel", "P1", "--amount", "0", "--date", "2026-10-15", "--user", "col"], ""),
+        (["--parcel", "P1", "--amount", "-5", "--date", "2026-10-15", "--user", "col"], ""),
+        (["--parcel", "P1", "--amount", "10", "--date", "15/10/2026", "--user", "col"], "date"),
+        (["--parcel", "P1", "--amount", "10", "--date", "2026-10-15", "--user", "hac"], "hac"),
+    ]
+    for args, word in cases:
+        code, out, err = billing_cmd("pay", *args)
+        assert code == 1 and word in err and len(err.strip().splitlines()) == 1, (args, err)
+    assert not Payment.objects.exists()
+
+
+@pytest.mark.django_db
+def test_receipts_are_numbered_per_office_and_fiscal_year_and_never_change(district_1, staff):
+    p1 = Parcel.objects.get(parcel_id="P1")
+    numbers = [services.payment_record(acting_user=staff["collector"], parcel=p1, amount=Decimal("10.00"), paid_on=day).display_number
+               for day in (date(2026, 8, 1), date(2026, 8, 2), date(2027, 7, 1))]
+    assert numbers == ["LAJ-2026-2027-000001", "LAJ-2026-2027-000002", "LAJ-2027-2028-000001"]
+    receipt = Receipt.objects.first()
+    with pytest.raises(DatabaseError), transaction.atomic():
+        Receipt.objects.filter(pk=receipt.pk).update(number=99)
+    with pytest.raises(DatabaseError), transaction.atomic():
+        Payment.objects.filter(pk=receipt.payment_id).delete()
+    with pytest.raises(PermissionError):
+        receipt.delete()
+
+
+@pytest.mark.django_db
+def test_double_submitted_form_records_one_payment(district_1, staff):
+    p1 = Parcel.objects.get(parcel_id="P1")
+    first = services.payment_record(acting_user=staff["collector"], parcel=p1, amount=Decimal("9180.00"), paid_on=date(2026, 7, 2), idempotency_key="form-1")
+    again = services.payment_record(acting_user=staff["collector"], parcel=p1, amount=Decimal("9180.00"), paid_on=date(2026, 7, 2), idempotency_key="form-1")
+    assert first.pk == again.pk and Payment.objects.count() == 1
+    with pytest.raises(services.BillingError):
+        services.payment_record(acting_user=staff["collector"], parcel=p1, amount=Decimal("9180.00"), paid_on=date(2026, 7, 2),
+                                expected_total_due=Decimal("9180.00"))
+
+
+@pytest.mark.django_db
+def test_void_is_a_new_dated_entry_and_restores_the_debt(district_1, staff):
+    p2 = Parcel.objects.get(parcel_id="P2")
+    receipt = services.payment_record(acting_user=staff["collector"], parcel=p2, amount=Decimal("22950.00"), paid_on=date(2026, 7, 10), method="check")
+    assert statement("P2", "2026-07-20")["total_due"] == "0.00"
+    with pytest.raises(services.BillingError):
+        services.payment_void(acting_user=staff["collector"], payment=receipt.payment, reason="cheque devuelto")
+    services.payment_void(acting_user=staff["supervisor"], payment=receipt.payment, reason="Cheque devuelto", voided_on=date(2026, 7, 20))
+    assert statement("P2", "2026-07-19")["total_due"] == "0.00"  # before the void the payment counted
+    assert statement("P2", "2026-07-20")["total_due"] == "22950.00"
+    assert Receipt.objects.get(pk=receipt.pk).snapshot["amount"] == "22950.00"
+    assert services.ledger_balance(p2) == Decimal("45900.00")
+
+
+def race(users_and_keys, parcel, amount, expected) -> list[str]:
+    """Each user pays from its own database connection; all are released together at a barrier."""
+    barrier = threading.Barrier(len(users_and_keys))
+    outcomes: list[str] = []
+
+    def pay(user, key):
+        try:
+            barrier.wait(timeout=10)
+            receipt = services.payment_record(acting_user=user, parcel=parcel, amount=amount, paid_on=date(2026, 7, 15),
+                                              idempotency_key=key, expected_total_due=expected)
+            outcomes.append(f"receipt {receipt.pk}")
+        except services.BillingError:
+            outcomes.append("refused")
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=pay, args=pair) for pair in users_and_keys]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return outcomes
+
+
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+def test_two_collectors_paying_the_same_installment_at_once_record_one_payment(district_1, staff):
+    """Separate database connections released together at a barrier, repeated on every parcel."""
+    for parcel_id, _gravity in EXAMPLE_1:
+        parcel = Parcel.objects.get(parcel_id=parcel_id)
+        expected = Decimal(statement(parcel_id, "2026-07-15")["total_due"])
+        outcomes = race([(staff["collector"], f"{parcel_id}-a"), (staff["collector2"], f"{parcel_id}-b")], parcel, expected, expected)
+        assert sorted(o.split()[0] for o in outcomes) == ["receipt", "refused"], outcomes
+        assert Payment.objects.filter(parcel=parcel).count() == 1
+        data = statement(parcel_id, "2026-07-15")
+        assert data["total_due"] == "0.00" and data["credit_balance"] == "0.00"
+
+
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+def test_a_double_submit_racing_itself_records_one_payment(district_1, staff):
+    for attempt, (parcel_id, _gravity) in enumerate(EXAMPLE_1):
+        parcel = Parcel.objects.get(parcel_id=parcel_id)
+        key = f"same-form-{attempt}"
+        outcomes = race([(staff["collector"], key), (staff["collector"], key)], parcel, Decimal("100.00"), None)
+        assert len(set(outcomes)) == 1 and outcomes[0].startswith("receipt"), outcomes
+        assert Payment.objects.filter(parcel=parcel).count() == 1
