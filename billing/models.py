@@ -68,6 +68,7 @@ class Charge(models.Model):
         INSTALLMENT = "installment", _("Plazo de la contribución")
         CORRECTION = "correction", _("Corrección suplementaria")
         WATER = "water", _("Venta de agua (sec. 374a)")
+        REFUND = "refund", _("Reembolso de crédito")
 
     parcel = models.ForeignKey("parcels.Parcel", on_delete=models.PROTECT, related_name="charges")
     kind = models.CharField(max_length=12, choices=Kind.choices)
@@ -161,6 +162,37 @@ class Refund(models.Model):
         triggers = APPEND_ONLY
 
 
+class WaterRate(models.Model):
+    """The Authority's rate per acre-foot after a parcel's first 12 months of water, until its levy
+    starts (sec. 374a; at most the legal cap), in force from ``effective_from``."""
+
+    effective_from = models.DateField(unique=True)
+    rate = models.DecimalField(max_digits=6, decimal_places=2)
+    set_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-effective_from"]
+        constraints = [models.CheckConstraint(condition=Q(rate__gte=0) & Q(rate__lte=6), name="water_rate_capped")]
+
+
+class WaterDelivery(models.Model):
+    """Water delivered to a parcel that does not pay the levy yet (¶8, sec. 374a); billed monthly."""
+
+    parcel = models.ForeignKey("parcels.Parcel", on_delete=models.PROTECT, related_name="water_deliveries")
+    delivered_on = models.DateField(_("fecha"))
+    acre_feet = models.DecimalField(_("acres-pie"), max_digits=10, decimal_places=3)
+    rate = models.DecimalField(_("tarifa por acre-pie"), max_digits=6, decimal_places=2)
+    amount = models.DecimalField(max_digits=12, decimal_places=2)
+    charge = models.ForeignKey(Charge, on_delete=models.PROTECT, null=True, blank=True, related_name="deliveries")
+    recorded_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    recorded_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["delivered_on", "id"]
+        constraints = [models.CheckConstraint(condition=Q(acre_feet__gt=0), name="delivery_positive")]
+
+
 class ReceiptSeries(models.Model):
     """The last receipt number used by an office in a fiscal year (locked to allocate the next)."""
 
@@ -244,4 +276,73 @@ class DayClose(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["office", "day"], name="one_close_per_office_day")]
+        triggers = APPEND_ONLY
+
+
+class DocumentSeries(models.Model):
+    """Gapless numbers for certificates and seizure notices, per kind and year."""
+
+    kind = models.CharField(max_length=20)
+    year = models.PositiveSmallIntegerField()
+    last_number = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["kind", "year"], name="one_document_series")]
+
+
+class DebtCertificate(models.Model):
+    """A debt certificate (*certificación de deuda*) for a parcel as of a date, what a notary asks
+    for when land is sold. Numbered, never changed; a later one for the parcel supersedes it."""
+
+    number = models.CharField(max_length=20, unique=True)
+    parcel = models.ForeignKey("parcels.Parcel", on_delete=models.PROTECT, related_name="certificates")
+    as_of = models.DateField()
+    snapshot = models.JSONField()
+    supersedes = models.OneToOneField("self", on_delete=models.PROTECT, null=True, blank=True, related_name="superseded_by")
+    issued_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    issued_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-issued_at"]
+        triggers = APPEND_ONLY
+
+
+class SeizureCase(models.Model):
+    """The seizure (*embargo*) procedure for a delinquent account (¶14), step by step."""
+
+    class Status(models.TextChoices):
+        OPEN = "open", _("En proceso")
+        PAID = "paid", _("Detenido: deuda pagada")
+
+    parcel = models.ForeignKey("parcels.Parcel", on_delete=models.PROTECT, related_name="seizures")
+    status = models.CharField(max_length=6, choices=Status.choices, default=Status.OPEN)
+    opened_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    opened_at = models.DateTimeField(auto_now_add=True)
+    closed_on = models.DateField(null=True, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["parcel"], condition=Q(status="open"), name="one_open_seizure")]
+
+
+class SeizureStep(models.Model):
+    """One numbered, dated, stored notice of the seizure procedure (¶14)."""
+
+    class Kind(models.TextChoices):
+        NOTICE = "notice", _("Notificación de embargo (plazo de 30 días)")
+        CERTIFICATE = "certificate", _("Certificación de embargo")
+        AUCTION = "auction", _("Aviso de subasta")
+
+    case = models.ForeignKey(SeizureCase, on_delete=models.PROTECT, related_name="steps")
+    kind = models.CharField(max_length=12, choices=Kind.choices)
+    number = models.CharField(max_length=20, unique=True)
+    issued_on = models.DateField()
+    term_ends = models.DateField(null=True, blank=True)
+    debt = models.JSONField()
+    pdf = models.BinaryField()
+    issued_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    issued_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["issued_on", "id"]
+        constraints = [models.UniqueConstraint(fields=["case", "kind"], name="one_step_of_each_kind")]
         triggers = APPEND_ONLY

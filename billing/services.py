@@ -8,7 +8,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import date
+from datetime import date, timedelta
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
@@ -17,13 +17,31 @@ from django.db.models import Q
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from levy.models import LegalParameterSet, Levy, RollLine
-from levy.rules import CENT, fiscal_year_label
+from levy.models import FiscalYear, LegalParameterSet, Levy, RollLine
+from levy.rules import CENT, fiscal_year_label, round_cents
 from parcels.models import Parcel
-from parcels.roles import COLLECTOR, SUPERVISOR, has_role
+from parcels.roles import COLLECTOR, HACIENDA, SUPERVISOR, has_role
 
 from . import rules
-from .models import Charge, CollectorAssignment, LedgerEntry, Office, OfficeClosure, Payment, PaymentVoid, Receipt, ReceiptSeries
+from .models import (
+    Charge,
+    CollectorAssignment,
+    DayClose,
+    DebtCertificate,
+    DocumentSeries,
+    LedgerEntry,
+    Office,
+    OfficeClosure,
+    Payment,
+    PaymentVoid,
+    Receipt,
+    ReceiptSeries,
+    Refund,
+    SeizureCase,
+    SeizureStep,
+    WaterDelivery,
+    WaterRate,
+)
 
 ZERO = Decimal("0.00")
 
@@ -278,6 +296,11 @@ def payment_record(
     if surcharge > 0:
         LedgerEntry.objects.create(parcel=parcel, entry_date=paid_on, kind=LedgerEntry.Kind.SURCHARGE, debit=surcharge,
                                    payment=payment, description=_("Recargo pagado (¶12)"), created_by=acting_user)
+    if after.state.total_due <= 0:
+        # ¶14: paying the debt stops the seizure procedure.
+        SeizureCase.objects.filter(parcel=parcel, status=SeizureCase.Status.OPEN).update(
+            status=SeizureCase.Status.PAID, closed_on=paid_on
+        )
     return _receipt_issue(payment=payment, office=office, account=after, applications=mine)
 
 
@@ -349,6 +372,8 @@ def payment_void(*, acting_user: Any, payment: Payment, reason: str, voided_on: 
     on = voided_on or timezone.localdate()
     if on < payment.paid_on:
         raise BillingError(_("La anulación no puede ser anterior al pago."))
+    if on <= payment.paid_on and DayClose.objects.filter(office_id=payment.office_id, day=payment.paid_on).exists():
+        raise BillingError(_("El día del pago ya está cerrado: la anulación debe llevar una fecha posterior."))
     void = PaymentVoid.objects.create(payment=payment, voided_on=on, reason=reason.strip(), voided_by=acting_user)
     LedgerEntry.objects.create(parcel_id=payment.parcel_id, entry_date=on, kind=LedgerEntry.Kind.VOID, debit=payment.amount,
                                payment=payment, description=_("Anulación: %(r)s") % {"r": reason.strip()[:150]}, created_by=acting_user)
@@ -375,3 +400,290 @@ def parcel_by_code(code: str) -> Parcel:
     return parcel
 
 
+
+
+# --- End of day, refunds ---------------------------------------------------------------------
+
+
+def day_report(*, office: Office, day: date) -> dict[str, Any]:
+    """The day's receipts at an office and the totals by method (voided payments excluded)."""
+    receipts = list(
+        Receipt.objects.filter(office=office, payment__paid_on=day)
+        .select_related("payment", "payment__parcel", "payment__collector", "payment__void")
+        .order_by("number")
+    )
+    totals = {method: ZERO for method in Payment.Method.values}
+    for receipt in receipts:
+        if not hasattr(receipt.payment, "void"):
+            totals[receipt.payment.method] += receipt.payment.amount.amount
+    return {"office": office, "day": day, "receipts": receipts, "totals": totals, "total": sum(totals.values(), ZERO),
+            "closed": DayClose.objects.filter(office=office, day=day).first()}
+
+
+@transaction.atomic
+def day_close(*, acting_user: Any, office: Office, day: date, counted_cash: Decimal, counted_checks: Decimal) -> DayClose:
+    """A supervisor closes the office's day with the counted cash and checks; the over/short is
+    recorded. After the close, a void of that day's payments is a new reversal dated later."""
+    if not has_role(acting_user, SUPERVISOR):
+        raise BillingError(_("Solo un supervisor cierra el día."))
+    if DayClose.objects.filter(office=office, day=day).exists():
+        raise BillingError(_("El día ya está cerrado."))
+    report = day_report(office=office, day=day)
+    close = DayClose(
+        office=office, day=day, counted_cash=counted_cash, counted_checks=counted_checks,
+        expected_cash=report["totals"]["cash"], expected_checks=report["totals"]["check"], closed_by=acting_user,
+    )
+    close.full_clean()
+    close.save()
+    return close
+
+
+@transaction.atomic
+def refund_issue(*, acting_user: Any, parcel: Parcel, amount: Decimal, reason: str, refunded_on: date | None = None) -> Refund:
+    """A supervisor pays back money beyond every issued charge (the account's credit). It enters
+    the account as a charge the credit settles, so the replay keeps every cent accounted for."""
+    if not has_role(acting_user, SUPERVISOR):
+        raise BillingError(_("Solo un supervisor reembolsa créditos."))
+    if not reason.strip():
+        raise BillingError(_("Un reembolso requiere una razón."))
+    amount = parse_amount(amount)
+    on = refunded_on or timezone.localdate()
+    parcel = Parcel.objects.select_for_update().get(pk=parcel.pk)
+    credit = account_state(parcel=parcel, as_of=on).state.credit_balance
+    if amount > credit:
+        raise BillingError(_("El crédito de la cuenta es %(c)s; no se puede reembolsar %(a)s.") % {"c": f"${credit:,.2f}", "a": f"${amount:,.2f}"})
+    refund = Refund.objects.create(parcel=parcel, amount=amount, refunded_on=on, reason=reason.strip(), refunded_by=acting_user)
+    charge = Charge.objects.create(
+        parcel=parcel, kind=Charge.Kind.REFUND, fiscal_year=_fiscal_year(on), description=_("Reembolso de crédito"),
+        principal=amount, due_date=on, last_day_to_pay=on, accrues_surcharge=False, created_by=acting_user,
+    )
+    LedgerEntry.objects.create(parcel=parcel, entry_date=on, kind=LedgerEntry.Kind.REFUND, debit=amount, refund=refund,
+                               charge=charge, description=reason.strip()[:200], created_by=acting_user)
+    return refund
+
+
+def _fiscal_year(day: date) -> FiscalYear:
+    label = fiscal_year_of(day)
+    year, _created = FiscalYear.objects.get_or_create(label=label, defaults={"start": date(int(label[:4]), 7, 1)})
+    return year
+
+
+# --- Numbered documents: debt certificates, seizure notices -------------------------------------
+
+
+def document_number(kind: str, prefix: str, on: date) -> str:
+    """The next gapless number of a document series (locked inside the caller's transaction)."""
+    DocumentSeries.objects.get_or_create(kind=kind, year=on.year)
+    series = DocumentSeries.objects.select_for_update().get(kind=kind, year=on.year)
+    series.last_number += 1
+    series.save(update_fields=["last_number"])
+    return f"{prefix}-{on.year}-{series.last_number:06d}"
+
+
+@transaction.atomic
+def certificate_issue(*, acting_user: Any, parcel: Parcel, as_of: date) -> DebtCertificate:
+    """¶11: a debt certificate (*certificación de deuda*) as of a date: numbered, never changed;
+    a later certificate for the parcel supersedes the earlier one."""
+    if not has_role(acting_user, HACIENDA, COLLECTOR, SUPERVISOR):
+        raise BillingError(_("El usuario no puede emitir certificaciones de deuda."))
+    parcel = Parcel.objects.select_for_update().select_related("owner").get(pk=parcel.pk)
+    previous = DebtCertificate.objects.filter(parcel=parcel, superseded_by__isnull=True).first()
+    data = statement(parcel=parcel, as_of=as_of)
+    data.update(owner_name=parcel.owner.name, owner_key=parcel.owner.owner_key)
+    return DebtCertificate.objects.create(
+        number=document_number("certificate", "CD", timezone.localdate()), parcel=parcel, as_of=as_of, snapshot=data,
+        supersedes=previous, issued_by=acting_user,
+    )
+
+
+# --- Delinquency ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DelinquentCharge:
+    parcel: Parcel
+    charge: Charge
+    state: rules.ChargeState
+    days_late: int
+
+
+def delinquent_charges(*, as_of: date, fiscal_year: str = "", number: int | None = None, min_balance: Decimal | None = None,
+                       min_days_late: int = 0) -> list[DelinquentCharge]:
+    """Charges past their last day to pay with a balance as of ``as_of`` (¶12), oldest first.
+
+    Candidates are narrowed in SQL (a charge past its last day on a parcel whose ledger still
+    owes), then each candidate account is replayed for the exact balance and surcharge."""
+    from django.db.models import F, Sum
+
+    charges = Charge.objects.filter(last_day_to_pay__lt=as_of, accrues_surcharge=True)
+    if fiscal_year:
+        charges = charges.filter(fiscal_year__label=fiscal_year)
+    if number:
+        charges = charges.filter(number=number)
+    owing = (
+        LedgerEntry.objects.filter(entry_date__lte=as_of).values("parcel_id").annotate(d=Sum("debit"), c=Sum("credit"))
+        .filter(d__gt=F("c")).values("parcel_id")
+    )
+    parcel_ids = set(charges.filter(parcel_id__in=owing).values_list("parcel_id", flat=True))
+    wanted = set(charges.filter(parcel_id__in=parcel_ids).values_list("pk", flat=True))
+    found: list[DelinquentCharge] = []
+    for parcel in Parcel.objects.filter(pk__in=parcel_ids).select_related("owner"):
+        account = account_state(parcel=parcel, as_of=as_of)
+        for state in account.state.charges:
+            charge = account.charges[state.key]
+            if charge.pk not in wanted or state.balance <= 0:
+                continue
+            days_late = (as_of - state.last_day).days
+            if days_late < min_days_late or (min_balance is not None and state.balance < min_balance):
+                continue
+            found.append(DelinquentCharge(parcel=parcel, charge=charge, state=state, days_late=days_late))
+    found.sort(key=lambda item: (item.state.last_day, item.parcel.parcel_id))
+    return found
+
+
+def parcel_debt(*, parcel: Parcel, as_of: date) -> Decimal:
+    """What is owed on the parcel as of a date (charges due, with surcharges, less payments)."""
+    return account_state(parcel=parcel, as_of=as_of).state.total_due
+
+
+@transaction.atomic
+def seizure_step_issue(*, acting_user: Any, parcel: Parcel, kind: str, on: date | None = None) -> SeizureStep:
+    """¶14: the next step of the seizure (*embargo*) procedure of property taxes for an unpaid levy:
+    notice of attachment (30-day term), certificate of attachment (after the term), auction notice.
+    Each step is numbered, dated, stored as a PDF and names who issued it; a paid debt stops it."""
+    from .pdf import render_seizure_notice
+
+    if not has_role(acting_user, HACIENDA):
+        raise BillingError(_("Solo Hacienda lleva el procedimiento de embargo."))
+    on = on or timezone.localdate()
+    parcel = Parcel.objects.select_for_update().select_related("owner").get(pk=parcel.pk)
+    case = SeizureCase.objects.filter(parcel=parcel, status=SeizureCase.Status.OPEN).first()
+    debt = statement(parcel=parcel, as_of=on)
+    owed = Decimal(debt["total_due"])
+    if owed <= 0:
+        raise BillingError(_("La cuenta no tiene deuda: el procedimiento de embargo se detiene."))
+    order = [SeizureStep.Kind.NOTICE, SeizureStep.Kind.CERTIFICATE, SeizureStep.Kind.AUCTION]
+    if case is None:
+        if kind != SeizureStep.Kind.NOTICE:
+            raise BillingError(_("El procedimiento empieza con la notificación de embargo."))
+        case = SeizureCase.objects.create(parcel=parcel, opened_by=acting_user)
+    done = list(case.steps.values_list("kind", flat=True))
+    expected = order[len(done)] if len(done) < len(order) else None
+    if kind != expected:
+        raise BillingError(_("El próximo paso del procedimiento es otro."))
+    if kind == SeizureStep.Kind.CERTIFICATE:
+        notice = case.steps.get(kind=SeizureStep.Kind.NOTICE)
+        if on <= notice.term_ends:
+            raise BillingError(_("El plazo de 30 días de la notificación vence el %(d)s.") % {"d": notice.term_ends.strftime("%d/%m/%Y")})
+    term_ends = on + timedelta(days=30) if kind == SeizureStep.Kind.NOTICE else None
+    number = document_number(f"seizure_{kind}", {"notice": "NE", "certificate": "CE", "auction": "AS"}[kind], on)
+    step = SeizureStep(case=case, kind=kind, number=number, issued_on=on, term_ends=term_ends, debt=debt, issued_by=acting_user, pdf=b"")
+    step.pdf = render_seizure_notice(step=step, parcel=parcel)
+    step.save()
+    return step
+
+
+# --- Water before the levy starts (¶8, sec. 374a) ---------------------------------------------
+
+
+def water_rates_on(day: date) -> tuple[rules.WaterSaleRates, Decimal]:
+    """The sec. 374a rates in force on a day and the Authority's current rate (capped)."""
+    params = LegalParameterSet.in_force(day)
+    rates = rules.WaterSaleRates(first_year_rate=params.water_first_year_rate, max_authority_rate=params.water_max_authority_rate,
+                                 pumped_rate=params.water_pumped_rate)
+    authority = WaterRate.objects.filter(effective_from__lte=day).order_by("-effective_from").values_list("rate", flat=True).first()
+    return rates, authority if authority is not None else params.water_max_authority_rate
+
+
+def parcel_pays_levy_on(parcel: Parcel, day: date) -> bool:
+    """¶8, ¶10: whether the parcel's levy has started by ``day`` (then water is not sold to it)."""
+    from levy.rules import levy_start
+
+    if parcel.inclusion != Parcel.Inclusion.PERMANENT or parcel.water_since is None:
+        return False
+    params = LegalParameterSet.in_force(day).as_rules()
+    return levy_start(water_since=parcel.water_since, params=params) <= day
+
+
+@transaction.atomic
+def water_delivery_record(*, acting_user: Any, parcel: Parcel, delivered_on: date, acre_feet: Decimal) -> WaterDelivery:
+    """Staff record water delivered to a parcel that does not pay the levy yet, priced at the
+    sec. 374a rate for that day ($2.00 in the first 12 months, then the Authority's rate or $3.00
+    for land the owner waters with his own pumps)."""
+    from parcels.roles import AUTHORITY
+
+    if not has_role(acting_user, AUTHORITY):
+        raise BillingError(_("Solo la Autoridad registra entregas de agua."))
+    if acre_feet is None or acre_feet <= 0:
+        raise BillingError(_("Los acres-pie deben ser más que cero."))
+    if parcel.water_since is None or delivered_on < parcel.water_since:
+        raise BillingError(_("El predio no tiene agua registrada para esa fecha (fecha de agua: %(d)s).") % {"d": parcel.water_since or "—"})
+    if parcel_pays_levy_on(parcel, delivered_on):
+        raise BillingError(_("El predio %(p)s ya paga la contribución: no se le vende agua por acre-pie (¶8).") % {"p": parcel.parcel_id})
+    rates, authority_rate = water_rates_on(delivered_on)
+    pumped = parcel.gravity_acres == 0 and parcel.pumped_acres > 0
+    rate = rules.water_rate(first_water=parcel.water_since, delivery_date=delivered_on, pumped=pumped,
+                            authority_rate=authority_rate, rates=rates)
+    delivery = WaterDelivery(parcel=parcel, delivered_on=delivered_on, acre_feet=acre_feet, rate=rate,
+                             amount=round_cents(acre_feet * rate), recorded_by=acting_user)
+    delivery.full_clean()
+    delivery.save()
+    return delivery
+
+
+@transaction.atomic
+def water_charges_issue(*, acting_user: Any, year: int, month: int) -> int:
+    """Each month's deliveries become one charge per parcel (due the first of the next month; no
+    ¶12 surcharge: this is a sale of water, not the levy). Idempotent: billed deliveries are skipped."""
+    from django.db.models import Sum
+
+    first = date(year, month, 1)
+    due = date(year + (month == 12), month % 12 + 1, 1)
+    locked = list(WaterDelivery.objects.select_for_update().filter(
+        delivered_on__year=year, delivered_on__month=month, charge__isnull=True
+    ).values_list("pk", flat=True))
+    deliveries = WaterDelivery.objects.filter(pk__in=locked)
+    count = 0
+    for row in deliveries.values("parcel_id").annotate(total=Sum("amount"), feet=Sum("acre_feet")):
+        charge = Charge.objects.create(
+            parcel_id=row["parcel_id"], kind=Charge.Kind.WATER, fiscal_year=_fiscal_year(first),
+            description=_("Agua %(m)02d/%(y)s: %(f)s acres-pie (sec. 374a)") % {"m": month, "y": year, "f": row["feet"]},
+            principal=row["total"], due_date=due, last_day_to_pay=due_and_last_day(due=due)[1], accrues_surcharge=False,
+            created_by=acting_user,
+        )
+        LedgerEntry.objects.create(parcel_id=row["parcel_id"], entry_date=due, kind=LedgerEntry.Kind.CHARGE, debit=row["total"],
+                                   charge=charge, description=charge.description, created_by=acting_user)
+        deliveries.filter(parcel_id=row["parcel_id"]).update(charge=charge)
+        count += 1
+    return count
+
+
+def water_deliveries_import(*, acting_user: Any, data: bytes) -> tuple[int, list[str]]:
+    """A CSV of deliveries (``parcel_id, delivered_on, acre_feet``), all or nothing."""
+    import csv
+    import io
+
+    errors: list[str] = []
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        return 0, [_("el archivo no es UTF-8")]
+    reader = csv.DictReader(io.StringIO(text))
+    missing = {"parcel_id", "delivered_on", "acre_feet"} - set(reader.fieldnames or [])
+    if missing:
+        return 0, [_("línea 1: faltan columnas %(c)s") % {"c": ", ".join(sorted(missing))}]
+    rows = list(reader)
+    with transaction.atomic():
+        for index, row in enumerate(rows, start=2):
+            try:
+                parcel = parcel_by_code(row["parcel_id"].strip())
+                day = date.fromisoformat(row["delivered_on"].strip())
+                feet = Decimal(row["acre_feet"].strip())
+                with transaction.atomic():
+                    water_delivery_record(acting_user=acting_user, parcel=parcel, delivered_on=day, acre_feet=feet)
+            except (BillingError, ValueError, InvalidOperation, rules.BillingRuleError) as exc:
+                errors.append(_("línea %(l)s: %(e)s") % {"l": index, "e": exc})
+        if errors:
+            transaction.set_rollback(True)
+            return 0, errors
+    return len(rows), []

@@ -14,7 +14,7 @@ from billing.models import Payment
 
 
 class Command(BaseCommand):
-    help = "Billing and collection: pay, statement."
+    help = "Billing and collection: pay, statement, delinquent, water-import, water-bill."
 
     def add_arguments(self, parser: CommandParser) -> None:
         sub = parser.add_subparsers(dest="action", required=True)
@@ -30,10 +30,21 @@ class Command(BaseCommand):
         statement.add_argument("--parcel", required=True)
         statement.add_argument("--as-of", required=True, help="YYYY-MM-DD")
         statement.add_argument("--format", choices=["json", "text"], default="text")
+        delinquent = sub.add_parser("delinquent", help="the delinquent list (¶12) as CSV")
+        delinquent.add_argument("--as-of", required=True, help="YYYY-MM-DD")
+        delinquent.add_argument("--fiscal-year", default="")
+        delinquent.add_argument("--semester", type=int, choices=[1, 2])
+        delinquent.add_argument("--format", choices=["csv"], default="csv")
+        water = sub.add_parser("water-import", help="record water deliveries from a CSV (parcel_id, delivered_on, acre_feet)")
+        water.add_argument("file")
+        water.add_argument("--user", required=True)
+        bill = sub.add_parser("water-bill", help="turn a month's water deliveries into charges (sec. 374a)")
+        bill.add_argument("--month", required=True, help="YYYY-MM")
+        bill.add_argument("--user", required=True)
 
     def handle(self, *args, action: str, **options) -> None:
         try:
-            getattr(self, f"do_{action}")(options)
+            getattr(self, f"do_{action.replace('-', '_')}")(options)
         except services.BillingError as exc:
             self.stderr.write(f"error: {exc}")
             raise SystemExit(1) from None
@@ -47,13 +58,53 @@ class Command(BaseCommand):
         except ValueError:
             raise services.BillingError(f"malformed date {value!r} (use YYYY-MM-DD)") from None
 
+    @staticmethod
+    def user(username: str):
+        user = get_user_model().objects.filter(username=username).first()
+        if user is None:
+            raise services.BillingError(f"unknown user {username!r}")
+        return user
+
+    def do_delinquent(self, options: dict) -> None:
+        import csv
+
+        from levy.exports import safe_cell
+
+        rows = services.delinquent_charges(as_of=self.date(options["as_of"]), fiscal_year=options["fiscal_year"], number=options["semester"])
+        writer = csv.writer(self.stdout, lineterminator="\n")
+        writer.writerow(["parcel_id", "owner_name", "fiscal_year", "number", "last_day_to_pay", "days_late", "principal", "surcharge", "paid", "balance"])
+        for item in rows:
+            writer.writerow([safe_cell(item.parcel.parcel_id), safe_cell(item.parcel.owner.name), item.charge.fiscal_year.label,
+                             item.charge.number or "", item.state.last_day.isoformat(), item.days_late, item.state.principal,
+                             item.state.surcharge, item.state.paid, item.state.balance])
+
+    def do_water_import(self, options: dict) -> None:
+        from pathlib import Path
+
+        path = Path(options["file"])
+        if not path.is_file():
+            raise services.BillingError(f"no such file: {path}")
+        count, errors = services.water_deliveries_import(acting_user=self.user(options["user"]), data=path.read_bytes())
+        if errors:
+            for error in errors:
+                self.stderr.write(str(error))
+            raise services.BillingError(f"rejected: {len(errors)} error(s); nothing was recorded")
+        self.stdout.write(f"{count} deliveries recorded")
+
+    def do_water_bill(self, options: dict) -> None:
+        try:
+            year, month = (int(part) for part in options["month"].split("-"))
+            date(year, month, 1)
+        except ValueError:
+            raise services.BillingError(f"malformed month {options['month']!r} (use YYYY-MM)") from None
+        count = services.water_charges_issue(acting_user=self.user(options["user"]), year=year, month=month)
+        self.stdout.write(f"{count} water charges issued for {year}-{month:02d}")
+
     def do_pay(self, options: dict) -> None:
         parcel = services.parcel_by_code(options["parcel"])
         amount = services.parse_amount(options["amount"])
         paid_on = self.date(options["date"])
-        user = get_user_model().objects.filter(username=options["user"]).first()
-        if user is None:
-            raise services.BillingError(f"unknown user {options['user']!r}")
+        user = self.user(options["user"])
         receipt = services.payment_record(
             acting_user=user, parcel=parcel, amount=amount, paid_on=paid_on, method=options["method"],
             reference=options["reference"], office_code=options["office"],
