@@ -16,7 +16,7 @@ from pypdf import PdfReader
 from billing import services
 from billing.models import Charge, DebtCertificate, Office, SeizureCase, WaterDelivery
 from parcels.models import Parcel
-from tests.billing.test_collection import billing_cmd, district_1, staff, statement  # noqa: F401 (fixtures)
+from tests.billing.conftest import billing_cmd, statement
 
 
 @pytest.mark.django_db

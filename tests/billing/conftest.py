@@ -1,0 +1,52 @@
+"""Billing fixtures: a finalized district (worked example 1) and its staff."""
+
+from __future__ import annotations
+
+import io
+import json
+from datetime import date
+from decimal import Decimal
+
+import pytest
+from django.core.management import call_command
+
+from levy.services import estimate_certify, estimate_enter, levy_compute, roll_finalize
+
+EXAMPLE_1 = [("P1", "100"), ("P2", "250"), ("P3", "50"), ("P4", "75.5"), ("P5", "24.5")]
+
+
+def billing_cmd(*args: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        call_command("billing", *args, stdout=out, stderr=err)
+        code = 0
+    except SystemExit as exc:
+        code = exc.code
+    return code, out.getvalue(), err.getvalue()
+
+
+@pytest.fixture
+def staff(make_user):
+    return {"authority": make_user("aut", "authority"), "hacienda": make_user("hac", "hacienda"),
+            "collector": make_user("col", "collector"), "collector2": make_user("col2", "collector"),
+            "supervisor": make_user("sup", "supervisor")}
+
+
+@pytest.fixture
+def district_1(make_parcel, owner_a, staff):
+    """Example 1 of the worked examples, finalized on 2026-06-30 (on time)."""
+    for parcel_id, gravity in EXAMPLE_1:
+        make_parcel(parcel_id, owner_a, gravity=gravity)
+    estimate_enter(acting_user=staff["authority"], fiscal_year="2026-2027", om_estimate=Decimal("100000.00"),
+                   reserve=Decimal("1500.00"), misc_income=Decimal("7500.00"), surplus=Decimal("4000.00"))
+    estimate_certify(acting_user=staff["authority"], fiscal_year="2026-2027")
+    levy_compute(acting_user=staff["hacienda"], fiscal_year="2026-2027")
+    return roll_finalize(acting_user=staff["hacienda"], fiscal_year="2026-2027", today=date(2026, 6, 30))
+
+
+def statement(parcel_id: str, as_of: str) -> dict:
+    code, out, err = billing_cmd("statement", "--parcel", parcel_id, "--as-of", as_of, "--format", "json")
+    assert code == 0, err
+    return json.loads(out)
+
+
