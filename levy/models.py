@@ -200,7 +200,7 @@ class Levy(models.Model):
     total_levy = money_field(_("¶4 contribución total"))
     gravity_acres = models.DecimalField(max_digits=16, decimal_places=4)
     pumped_acres = models.DecimalField(max_digits=16, decimal_places=4)
-    equivalent_acres = models.DecimalField(max_digits=16, decimal_places=4)
+    equivalent_acres = models.DecimalField(max_digits=17, decimal_places=5)  # ¶5: half a 4-place acre needs 5
     rate_gravity = models.DecimalField(_("¶6 tasa por acre por gravedad"), max_digits=18, decimal_places=6)
     rate_pumped = models.DecimalField(_("¶6 tasa por acre por bombeo"), max_digits=18, decimal_places=6)
     parcels_levied = models.PositiveIntegerField()
@@ -254,7 +254,7 @@ class RollLine(models.Model):
     water_since = models.DateField(null=True)
     gravity_acres = models.DecimalField(max_digits=12, decimal_places=4)
     pumped_acres = models.DecimalField(max_digits=12, decimal_places=4)
-    equivalent_acres = models.DecimalField(max_digits=13, decimal_places=4)
+    equivalent_acres = models.DecimalField(max_digits=14, decimal_places=5)  # ¶5: half a 4-place acre needs 5
     credit_percent = models.DecimalField(max_digits=5, decimal_places=2)
     levied = models.BooleanField()
     reason = models.CharField(max_length=20)

@@ -17,7 +17,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import close_old_connections, transaction
+from django.db import DEFAULT_DB_ALIAS, close_old_connections, connections, transaction
 from django.utils import timezone
 
 from .models import Job
@@ -29,17 +29,30 @@ MAX_ATTEMPTS = 3
 
 
 class JobProgress:
-    """Handlers call ``progress.set(done, total)``; it writes at most every few percent."""
+    """Handlers call ``progress.set(done, total)``; it writes at most every few percent.
+
+    Progress goes through a connection of its own in autocommit, so the page that waits sees it
+    while the handler's own transaction (which may be in the middle of a COPY) is still open."""
 
     def __init__(self, job: Job) -> None:
         self.job = job
         self._last = -1
+        self._connection = None
 
     def set(self, done: int, total: int) -> None:
         step = max(1, total // 50)
         if done == total or done - self._last >= step:
-            Job.objects.filter(pk=self.job.pk).update(progress=done, total=total)
+            if self._connection is None:
+                self._connection = connections.create_connection(DEFAULT_DB_ALIAS)
+            with self._connection.cursor() as cursor:
+                cursor.execute(
+                    f"UPDATE {Job._meta.db_table} SET progress = %s, total = %s WHERE id = %s", [done, total, self.job.pk]
+                )
             self._last = done
+
+    def close(self) -> None:
+        if self._connection is not None:
+            self._connection.close()
 
 
 def job_handler(kind: str) -> Callable:
@@ -86,9 +99,12 @@ def job_run(job_id: int) -> Job:
     job = Job.objects.get(pk=job_id)
     if job.status == Job.Status.QUEUED:
         Job.objects.filter(pk=job.pk).update(status=Job.Status.RUNNING, started_at=timezone.now(), attempts=job.attempts + 1)
-    handler = HANDLERS[job.kind]
+    progress = JobProgress(job)
     try:
-        result = handler(job, JobProgress(job))
+        handler = HANDLERS.get(job.kind)
+        if handler is None:
+            raise LookupError(f"no handler for job kind {job.kind!r}")
+        result = handler(job, progress)
     except Exception as exc:  # the job records its own failure for the page that waits on it
         logger.exception("job %s (%s) failed", job.pk, job.kind)
         Job.objects.filter(pk=job.pk).update(
@@ -96,6 +112,8 @@ def job_run(job_id: int) -> Job:
         )
     else:
         Job.objects.filter(pk=job.pk).update(status=Job.Status.DONE, result=result or {}, finished_at=timezone.now())
+    finally:
+        progress.close()
     job.refresh_from_db()
     return job
 

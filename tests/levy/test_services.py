@@ -66,7 +66,7 @@ def test_example_1_through_the_command_line(example_1, officers):
     assert {k: shown[k] for k in ("subtotal", "safety_margin", "total_levy", "credits", "rate_gravity", "rate_pumped",
                                    "equivalent_acres", "parcels_levied", "roll_total", "roll_net")} == {
         "subtotal": "90000.00", "safety_margin": "1800.00", "total_levy": "91800.00", "credits": "0.00",
-        "rate_gravity": "183.600000", "rate_pumped": "91.800000", "equivalent_acres": "500.0000",
+        "rate_gravity": "183.600000", "rate_pumped": "91.800000", "equivalent_acres": "500.0",
         "parcels_levied": 5, "roll_total": "91800.00", "roll_net": "91800.00",
     }
     code, out, _ = levy_cmd("export", "--fiscal-year", "2026-2027", "--format", "csv")

@@ -94,3 +94,33 @@ def test_upload_page_previews_then_applies(client, users, django_capture_on_comm
         client.post(reverse("parcels:import-confirm", args=[upload.pk]))
     upload.refresh_from_db()
     assert upload.status == "applied" and Parcel.objects.filter(parcel_id="U-1").exists()
+
+
+@pytest.mark.django_db
+def test_five_failed_logins_lock_that_user_from_that_address(client, users):
+    url = reverse("login")
+    for _ in range(5):
+        response = client.post(url, {"username": "u_hacienda", "password": "wrong"}, REMOTE_ADDR="10.0.0.5")
+        assert response.status_code in (200, 429)
+    locked = client.post(url, {"username": "u_hacienda", "password": "Correct-Horse-Battery-9"}, REMOTE_ADDR="10.0.0.5")
+    assert locked.status_code == 429 and "bloqueada" in locked.content.decode()
+    # the same user from another address, and another user from that address, still sign in
+    other = client.post(url, {"username": "u_hacienda", "password": "Correct-Horse-Battery-9"}, REMOTE_ADDR="10.0.0.6")
+    assert other.status_code == 302
+
+
+@pytest.mark.django_db
+def test_sessions_expire_after_30_idle_minutes(client, users, settings):
+    assert settings.SESSION_COOKIE_AGE == 30 * 60 and settings.SESSION_SAVE_EVERY_REQUEST
+    client.force_login(users["auditor"])
+    client.get(reverse("home"))
+    session = client.session
+    assert 29 * 60 < session.get_expiry_age() <= 30 * 60
+
+
+@pytest.mark.django_db
+def test_language_switch_to_english(client, users):
+    client.force_login(users["auditor"])
+    client.post(reverse("set_language"), {"language": "en", "next": "/"})
+    page = client.get(reverse("parcels:parcel-list")).content.decode()
+    assert 'lang="en"' in page and "Parcels" in page

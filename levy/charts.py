@@ -1,0 +1,163 @@
+"""The worksheet's waterfall chart (¶1–¶4) as plain geometry for a server-rendered SVG (no JS).
+
+Amounts stay ``Decimal``; only pixel coordinates are floats. The template
+``levy/_waterfall.svg.html`` draws what ``waterfall`` returns; the same steps fill the text
+table that stands beside the chart for readers who do not see it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
+from typing import Any
+
+from django.utils.translation import gettext as _
+
+UP = "up"
+DOWN = "down"
+TOTAL = "total"
+FILLS = {UP: "#005ea2", DOWN: "#d54309", TOTAL: "#1a4480"}  # app.css --primary, --error, --primary-dark
+
+WIDTH = 960
+HEIGHT = 420
+LEFT, RIGHT, TOP, BOTTOM = 100, 16, 36, 70
+
+
+@dataclass(frozen=True)
+class Step:
+    key: str
+    label: str
+    paragraph: str
+    kind: str  # UP adds, DOWN subtracts, TOTAL is a result drawn from zero
+    amount: Decimal  # dollars, never negative
+    start: Decimal  # running amount before the step (zero for a TOTAL)
+    end: Decimal  # running amount after the step
+
+    @property
+    def signed(self) -> Decimal:
+        return -self.amount if self.kind == DOWN else self.amount
+
+
+@dataclass(frozen=True)
+class Bar:
+    step: Step
+    x: float
+    y: float
+    width: float
+    height: float
+    fill: str
+    center: float
+    value_y: float
+    connector: tuple[float, float, float] | None  # x1, x2, y to the next bar
+
+
+@dataclass(frozen=True)
+class Tick:
+    y: float
+    amount: Decimal
+
+    @property
+    def label(self) -> str:
+        """Whole dollars for the axis (the table beside the chart has the cents)."""
+        sign = "\u2212" if self.amount < 0 else ""
+        return f"{sign}${abs(self.amount):,.0f}"
+
+
+@dataclass(frozen=True)
+class Waterfall:
+    width: int
+    height: int
+    left: int
+    right: int
+    zero_y: float
+    bars: tuple[Bar, ...]
+    ticks: tuple[Tick, ...]
+    label_y: float
+
+    @property
+    def steps(self) -> tuple[Step, ...]:
+        return tuple(bar.step for bar in self.bars)
+
+
+def worksheet_steps(levy: Any) -> list[Step]:
+    """¶1–¶4 as chart steps, from a ``Levy`` or a ``rules.Worksheet`` (same field names).
+
+    A net surplus larger than the rest gives a negative running amount; the subtotal is then
+    zero (¶3, ¶4: a levy is never negative), as the rules compute it."""
+
+    def amount(name: str) -> Decimal:
+        value = getattr(levy, name)
+        return getattr(value, "amount", value)
+
+    surplus = amount("surplus")
+    fund = ("surplus", _("Superávit"), DOWN, surplus) if surplus else ("deficit", _("Déficit"), UP, amount("deficit"))
+    specs = [
+        ("om_estimate", _("O&M"), "¶1(1)", UP, amount("om_estimate")),
+        ("reserve", _("Reserva"), "¶1(2)", UP, amount("reserve")),
+        ("credits", _("Créditos"), "¶1(3)", UP, amount("credits")),
+        (fund[0], fund[1], "¶2", fund[2], fund[3]),
+        ("misc_income", _("Ingresos misc."), "¶3", DOWN, amount("misc_income")),
+        ("subtotal", _("Subtotal"), "¶3", TOTAL, amount("subtotal")),
+        ("safety_margin", _("Margen"), "¶3", UP, amount("safety_margin")),
+        ("total_levy", _("Total"), "¶4", TOTAL, amount("total_levy")),
+    ]
+    steps: list[Step] = []
+    running = Decimal("0.00")
+    for key, label, paragraph, kind, value in specs:
+        if kind == TOTAL:
+            steps.append(Step(key, label, paragraph, kind, value, Decimal("0.00"), value))
+            running = value
+        else:
+            end = running + value if kind == UP else running - value
+            steps.append(Step(key, label, paragraph, kind, value, running, end))
+            running = end
+    return steps
+
+
+def nice_step(span: Decimal, target_ticks: int = 5) -> Decimal:
+    """A round tick interval (1, 2, 2.5 or 5 × 10ⁿ dollars) giving about ``target_ticks`` ticks."""
+    if span <= 0:
+        return Decimal(1)
+    raw = span / target_ticks
+    exponent = raw.adjusted()
+    base = Decimal(10) ** exponent
+    for factor in (Decimal(1), Decimal(2), Decimal("2.5"), Decimal(5), Decimal(10)):
+        if base * factor >= raw:
+            return base * factor
+    return base * 10
+
+
+def waterfall(steps: list[Step]) -> Waterfall:
+    values = [Decimal(0)] + [s.start for s in steps] + [s.end for s in steps]
+    low, high = min(values), max(values)
+    interval = nice_step(high - low)
+    low = (low / interval).to_integral_value(rounding=ROUND_FLOOR) * interval
+    high = (high / interval).to_integral_value(rounding=ROUND_CEILING) * interval
+    if high == low:
+        high = low + interval
+    plot_height = HEIGHT - TOP - BOTTOM
+    plot_width = WIDTH - LEFT - RIGHT
+
+    def y_of(amount: Decimal) -> float:
+        # Pixels only: the float never feeds back into an amount.
+        return round(TOP + float((high - amount) / (high - low)) * plot_height, 1)
+
+    slot = plot_width / len(steps)
+    bar_width = round(slot * 0.62, 1)
+    bars: list[Bar] = []
+    for index, step in enumerate(steps):
+        x = round(LEFT + slot * index + (slot - bar_width) / 2, 1)
+        top, bottom = y_of(max(step.start, step.end)), y_of(min(step.start, step.end))
+        height = max(round(bottom - top, 1), 1.0)  # a zero step still shows as a hairline
+        connector = None
+        if index + 1 < len(steps):
+            connector = (round(x + bar_width, 1), round(x + slot, 1), y_of(step.end))
+        bars.append(Bar(step=step, x=x, y=top, width=bar_width, height=height, fill=FILLS[step.kind],
+                        center=round(x + bar_width / 2, 1), value_y=round(top - 6, 1), connector=connector))
+    ticks = []
+    amount = low
+    while amount <= high:
+        ticks.append(Tick(y=y_of(amount), amount=amount))
+        amount += interval
+    return Waterfall(width=WIDTH, height=HEIGHT, left=LEFT, right=WIDTH - RIGHT, zero_y=y_of(Decimal(0)),
+                     bars=tuple(bars), ticks=tuple(ticks), label_y=HEIGHT - BOTTOM + 22)

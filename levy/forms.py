@@ -1,0 +1,140 @@
+"""Forms of the levy pages. They only parse and check what was typed; the services decide (and
+refuse with ``LevyError``), so every statutory check still runs where the write happens."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+from django import forms
+from django.utils.translation import gettext_lazy as _
+
+from . import rules
+from .models import Estimate
+
+AMOUNT_FIELDS = ("om_estimate", "reserve", "deficit", "surplus", "misc_income", "certified_credits")
+
+
+class AmountField(forms.DecimalField):
+    """Dollars and cents, as Puerto Rico writes them: ``1,250,000.00`` or ``$1250000``."""
+
+    widget = forms.TextInput
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("min_value", Decimal("0"))
+        super().__init__(max_digits=14, decimal_places=2, **kwargs)
+
+    def widget_attrs(self, widget: forms.Widget) -> dict[str, str]:
+        # A text box, not type=number: the browser would refuse the thousands separators.
+        return {"inputmode": "decimal", "autocomplete": "off", "spellcheck": "false"}
+
+    def to_python(self, value: Any) -> Decimal | None:
+        if isinstance(value, str):
+            value = value.strip().replace("$", "").replace(",", "").replace(" ", "")
+        return super().to_python(value)
+
+
+class FiscalYearForm(forms.Form):
+    """Start a new fiscal year: only the label; the year exists once its estimates are entered."""
+
+    year = forms.CharField(label=_("Año fiscal"), max_length=9, help_text=_("Por ejemplo 2027-2028 (1 de julio a 30 de junio)."))
+
+    def clean_year(self) -> str:
+        value = self.cleaned_data["year"].strip()
+        try:
+            rules.fiscal_year_start(value)
+        except rules.LevyRuleError:
+            raise forms.ValidationError(_("Escriba el año fiscal como 2027-2028.")) from None
+        return value
+
+
+class EstimateForm(forms.Form):
+    """¶1(1), ¶1(2), ¶1(3), ¶2, ¶3: what the Authority estimates and certifies for a year."""
+
+    om_estimate = AmountField(
+        label=_("Gastos de operación y mantenimiento (¶1(1))"),
+        help_text=_("Total estimado de los gastos de O&M del Sistema de Riego para el año fiscal."),
+    )
+    reserve = AmountField(label=_("Fondo de reserva (¶1(2))"))
+    deficit = AmountField(
+        label=_("Déficit del Fondo de Explotación (¶2)"), required=False,
+        help_text=_("Se suma. Indique un déficit o un superávit, no ambos."),
+    )
+    surplus = AmountField(
+        label=_("Superávit del Fondo de Explotación (¶2)"), required=False,
+        help_text=_("Se resta. Indique un déficit o un superávit, no ambos."),
+    )
+    misc_income = AmountField(
+        label=_("Ingresos misceláneos (¶3)"),
+        help_text=_("Ingresos del Sistema de Riego para el año fiscal que se restan antes del margen de seguridad."),
+    )
+    certified_credits = AmountField(
+        label=_("Créditos certificados (¶1(3)), opcional"), required=False,
+        help_text=_("Déjelo en blanco para que Hacienda calcule el factor (3) igual a los créditos que concede el padrón (¶7)."),
+    )
+    reason = forms.CharField(
+        label=_("Razón del reemplazo"), required=False, widget=forms.Textarea(attrs={"rows": 3}),
+        help_text=_("Obligatoria si reemplaza estimados ya certificados; queda en el historial."),
+    )
+
+    # The service refuses a reserve above the cap with its own message. The form checks it only
+    # when other fields are wrong too, so that one submission shows every problem.
+    always_check_cap = False
+
+    def __init__(self, *args: Any, replacing: bool = True, reason_required: bool = False,
+                 params: rules.LegalParameters | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.params = params
+        self.fields["reserve"].help_text = _("¶1(2): no más del 2% del estimado de O&M.")
+        if not replacing:
+            del self.fields["reason"]  # the year's first estimates replace nothing
+        elif reason_required:
+            self.fields["reason"].required = True
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        for name in ("deficit", "surplus"):
+            if data.get(name) is None and name not in self.errors:
+                data[name] = Decimal("0.00")
+        if data.get("deficit") and data.get("surplus"):
+            message = _("Indique un déficit o un superávit, no ambos (¶2).")
+            self.add_error("deficit", message)
+            self.add_error("surplus", message)
+        om, reserve = data.get("om_estimate"), data.get("reserve")
+        if self.params is not None and om is not None and reserve is not None and (self.always_check_cap or self.errors):
+            cap = rules.reserve_cap(om_estimate=om, params=self.params)
+            if reserve > cap:
+                # Word for word the refusal of services.estimate_enter (same message id).
+                self.add_error("reserve", _("El fondo de reserva (%(r)s) excede el 2%% del estimado de O&M (tope %(c)s) (¶1(2)).")
+                               % {"r": f"{reserve:,.2f}", "c": f"{cap:,.2f}"})
+        return data
+
+    def service_kwargs(self) -> dict[str, Any]:
+        data = self.cleaned_data
+        return {
+            "om_estimate": data["om_estimate"], "reserve": data["reserve"], "misc_income": data["misc_income"],
+            "deficit": data["deficit"], "surplus": data["surplus"], "certified_credits": data.get("certified_credits"),
+            "reason": data.get("reason", ""),
+        }
+
+    @staticmethod
+    def initial_from(estimate: Estimate | None) -> dict[str, Any]:
+        """The estimate's amounts as typed on the form (``1,250,000.00``); a zero deficit or
+        surplus is left blank so that only one of the two shows."""
+        if estimate is None:
+            return {}
+        amounts = estimate.amounts()
+        return {
+            name: f"{amounts[name]:,.2f}" for name in AMOUNT_FIELDS
+            if amounts.get(name) is not None and not (name in ("deficit", "surplus") and not amounts[name])
+        }
+
+
+class WhatIfForm(EstimateForm):
+    """The same amounts for a simulation: nothing is saved, so no reason is asked, and the
+    ¶1(2) cap is checked here since no service runs."""
+
+    always_check_cap = True
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, replacing=False, **kwargs)

@@ -1,0 +1,559 @@
+"""Pages of the yearly levy. Each view checks the role, binds a form or filter, reads through
+``selectors``, calls one service (never the models) to write, then redirects or renders."""
+
+from __future__ import annotations
+
+import csv
+import io
+from dataclasses import dataclass
+from datetime import date
+from decimal import ROUND_HALF_UP, Decimal
+from typing import Any
+
+from django.contrib import messages
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.paginator import Paginator
+from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.utils import formats, timezone
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
+from django.views.decorators.http import require_POST
+
+from parcels.jobs import job_enqueue
+from parcels.models import Job
+from parcels.roles import AUDITOR, AUTHORITY, HACIENDA, STAFF_ROLES, has_role, role_required
+
+from . import charts, rules, selectors, services
+from .exports import ROLL_COLUMNS, levy_summary, roll_rows, safe_cell
+from .filters import REASON_SHORT
+from .forms import EstimateForm, FiscalYearForm, WhatIfForm
+from .models import Estimate, FiscalYear, LegalParameterSet, Levy, RollLine
+from .tasks import LEVY_COMPUTE
+
+YEAR_READERS = (AUTHORITY, HACIENDA, AUDITOR)
+ROLL_READERS = (HACIENDA, AUDITOR)
+WHATIF_USERS = (HACIENDA, AUTHORITY)
+PAGE_SIZE = 50
+WHATIF_SHOWN = 100
+ZERO = Decimal("0.00")
+ACRE_PLACES = Decimal("0.0001")
+
+# ¶1–¶4: the worksheet lines as printed, in the order of rules.compute_levy's Worksheet.lines
+# (tests/levy/test_pages.py checks that the ¶ and the sign of each line match the rules).
+WORKSHEET_LINES: tuple[tuple[str, str, str, Any], ...] = (
+    ("om_estimate", "¶1(1)", "+", gettext_lazy("Estimado de gastos de operación y mantenimiento")),
+    ("reserve", "¶1(2)", "+", gettext_lazy("Fondo de reserva (no más del 2% del estimado de O&M)")),
+    ("credits", "¶1(3)", "+", gettext_lazy("Créditos por derechos de agua cedidos")),
+    ("deficit", "¶2", "+", gettext_lazy("Déficit del Fondo de Explotación")),
+    ("surplus", "¶2", rules.MINUS, gettext_lazy("Superávit del Fondo de Explotación")),
+    ("misc_income", "¶3", rules.MINUS, gettext_lazy("Ingresos misceláneos")),
+    ("subtotal", "¶3", "=", gettext_lazy("Subtotal")),
+    ("safety_margin", "¶3", "+", gettext_lazy("Margen de seguridad contra atrasos en las recaudaciones")),
+    ("total_levy", "¶4", "=", gettext_lazy("Contribución total de operación y mantenimiento")),
+)
+
+
+def _label(year: str) -> str:
+    """A fiscal year label from the URL, or 404 (the converter only checks the shape)."""
+    try:
+        rules.fiscal_year_start(year)
+    except rules.LevyRuleError:
+        raise Http404(_("Año fiscal inválido.")) from None
+    return year
+
+
+def _year_or_404(year: str) -> FiscalYear:
+    return get_object_or_404(FiscalYear, label=_label(year))
+
+
+def _amount(value: Any) -> Decimal:
+    return getattr(value, "amount", value)
+
+
+# ---------------------------------------------------------------------------------------------
+# 1. Fiscal years
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class YearRow:
+    year: FiscalYear
+    estimate: Estimate | None
+    draft: Levy | None
+    final: Levy | None
+    overdue: bool  # ¶11: July 1 passed and the roll is not finalized
+
+
+@role_required(*YEAR_READERS)
+def year_list(request: HttpRequest) -> HttpResponse:
+    today = timezone.localdate()
+    rows = []
+    for year in selectors.fiscal_year_list():
+        levies = {levy.status: levy for levy in year.levy_list}
+        final = levies.get(Levy.Status.FINAL)
+        rows.append(YearRow(
+            year=year, estimate=year.current_estimates[0] if year.current_estimates else None,
+            draft=levies.get(Levy.Status.DRAFT), final=final, overdue=final is None and today > year.roll_deadline,
+        ))
+    # Suggest the year after the newest one, or the next to open on a July 1.
+    next_start = rows[0].year.start.year + 1 if rows else (today.year if today.month < 7 else today.year + 1)
+    form = FiscalYearForm(initial={"year": rules.fiscal_year_label(next_start)})
+    return render(request, "levy/year_list.html", {"rows": rows, "form": form, "today": today})
+
+
+@role_required(AUTHORITY)
+def year_start(request: HttpRequest) -> HttpResponse:
+    """Start a new fiscal year: the year is created when its first estimates are entered."""
+    form = FiscalYearForm(request.GET or None)
+    if form.is_valid():
+        return redirect("levy:estimates", year=form.cleaned_data["year"])
+    for error in form.errors.get("year", []):
+        messages.error(request, error)
+    return redirect("levy:year-list")
+
+
+# ---------------------------------------------------------------------------------------------
+# 2. Estimates (¶1(1), ¶1(2), ¶1(3), ¶2, ¶3)
+# ---------------------------------------------------------------------------------------------
+
+
+def _reserve_cap_hint(form: EstimateForm | None, current: Estimate | None, params: LegalParameterSet | None) -> str:
+    """The reserve cap for the O&M estimate on the screen (the one typed, else the current one)."""
+    if params is None:
+        return ""
+    om: Decimal | None = None
+    if form is not None and form.is_bound:
+        try:
+            om = form.fields["om_estimate"].clean(form.data.get("om_estimate"))
+        except ValidationError:  # the field shows its own error; no hint then
+            om = None
+    elif current is not None:
+        om = current.om_estimate.amount
+    if om is None:
+        return ""
+    try:
+        cap = rules.reserve_cap(om_estimate=om, params=params.as_rules())
+    except rules.LevyRuleError:
+        return ""
+    return _("Con un O&M de $%(o)s el tope es $%(c)s.") % {"o": f"{om:,.2f}", "c": f"{cap:,.2f}"}
+
+
+def _add_reserve_cap_hint(form: EstimateForm, current: Estimate | None, params: LegalParameterSet | None) -> None:
+    """Before the form is validated or rendered (its bound fields copy the help text)."""
+    hint = _reserve_cap_hint(form, current, params)
+    if hint:
+        form.fields["reserve"].help_text = f"{form.fields['reserve'].help_text} {hint}"
+
+
+def _refused_field(form: EstimateForm, params: LegalParameterSet | None) -> str | None:
+    """The field a service refusal is about, so the message shows beside it (¶1(2) reserve cap)."""
+    data = form.cleaned_data
+    if params is not None and data.get("om_estimate") is not None and data.get("reserve") is not None:
+        try:
+            if data["reserve"] > rules.reserve_cap(om_estimate=data["om_estimate"], params=params.as_rules()):
+                return "reserve"
+        except rules.LevyRuleError:
+            return None
+    return None
+
+
+@role_required(*YEAR_READERS)
+def estimates(request: HttpRequest, year: str) -> HttpResponse:
+    label = _label(year)
+    start = rules.fiscal_year_start(label)
+    fiscal_year = FiscalYear.objects.filter(label=label).first()
+    current = services.current_estimate(fiscal_year) if fiscal_year else None
+    final = services.final_levy(fiscal_year) if fiscal_year else None
+    params = selectors.parameter_set_in_force(start)
+    can_enter = has_role(request.user, AUTHORITY) and final is None
+    reason_required = current is not None and current.status == Estimate.Status.CERTIFIED
+    options = {"replacing": current is not None, "reason_required": reason_required,
+               "params": params.as_rules() if params is not None else None}
+
+    form: EstimateForm | None = None
+    if request.method == "POST":
+        if not has_role(request.user, AUTHORITY):
+            raise PermissionDenied
+        form = EstimateForm(request.POST, **options)
+        _add_reserve_cap_hint(form, current, params)
+        if form.is_valid():
+            try:
+                services.estimate_enter(acting_user=request.user, fiscal_year=label, **form.service_kwargs())
+            except services.LevyError as exc:
+                form.add_error(_refused_field(form, params), str(exc))
+            else:
+                messages.success(request, _("Estimados de %(y)s guardados sin certificar. Revíselos y certifíquelos.") % {"y": label})
+                return redirect("levy:estimates", year=label)
+    elif can_enter:
+        form = EstimateForm(initial=EstimateForm.initial_from(current), **options)
+        _add_reserve_cap_hint(form, current, params)
+
+    history = list(selectors.estimate_history(fiscal_year)) if fiscal_year else []
+    return render(request, "levy/estimates.html", {
+        "label": label, "start": start, "fiscal_year": fiscal_year, "current": current, "final": final, "form": form,
+        "can_enter": can_enter, "reason_required": reason_required, "params": params,
+        "history": [e for e in history if e.status == Estimate.Status.WITHDRAWN],
+        "new_year_form": FiscalYearForm(initial={"year": rules.fiscal_year_label(start.year + 1)}),
+    })
+
+
+@require_POST
+@role_required(AUTHORITY)
+def estimate_certify(request: HttpRequest, year: str) -> HttpResponse:
+    label = _label(year)
+    fiscal_year = FiscalYear.objects.filter(label=label).first()
+    current = services.current_estimate(fiscal_year) if fiscal_year else None
+    if current is not None and request.POST.get("estimate") != str(current.pk):
+        messages.error(request, _("Los estimados cambiaron mientras los revisaba: revíselos de nuevo antes de certificar."))
+        return redirect("levy:estimates", year=label)
+    try:
+        estimate = services.estimate_certify(acting_user=request.user, fiscal_year=label)
+    except services.LevyError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, _("Estimados de %(y)s certificados al Secretario de Hacienda por %(u)s.")
+                         % {"y": label, "u": estimate.certified_by.get_username()})
+    return redirect("levy:estimates", year=label)
+
+
+# ---------------------------------------------------------------------------------------------
+# 3. Worksheet, compute, finalize (¶1–¶6, ¶11)
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class PrintedLine:
+    key: str
+    paragraph: str
+    sign: str
+    label: str
+    amount: Decimal
+    running: Decimal
+
+
+def worksheet_lines(levy: Any) -> list[PrintedLine]:
+    """¶1–¶4: each line with its running total, as ``rules.Worksheet.verify`` adds them up."""
+    lines = []
+    running = ZERO
+    for key, paragraph, sign, label in WORKSHEET_LINES:
+        amount = _amount(getattr(levy, key))
+        if key == "subtotal":
+            running = max(running, ZERO)  # ¶3, ¶4: never negative
+        elif sign == "+":
+            running += amount
+        elif sign == rules.MINUS:
+            running -= amount
+        lines.append(PrintedLine(key=key, paragraph=paragraph, sign=sign, label=str(label), amount=amount, running=running))
+    return lines
+
+
+def _running_job(label: str) -> Job | None:
+    return (Job.objects.filter(kind=LEVY_COMPUTE, payload__fiscal_year=label, status__in=[Job.Status.QUEUED, Job.Status.RUNNING])
+            .order_by("-created_at").first())
+
+
+@role_required(*ROLL_READERS)
+def worksheet(request: HttpRequest, year: str) -> HttpResponse:
+    label = _label(year)
+    start = rules.fiscal_year_start(label)
+    fiscal_year = FiscalYear.objects.filter(label=label).first()
+    today = timezone.localdate()
+    context: dict[str, Any] = {"label": label, "fiscal_year": fiscal_year, "deadline": start, "today": today,
+                               "deadline_past": today > start}
+    if fiscal_year is not None:
+        estimate = services.current_estimate(fiscal_year)
+        final = services.final_levy(fiscal_year)
+        levy = final or services.draft_levy(fiscal_year)
+        context.update(estimate=estimate, final=final, levy=levy, job=_running_job(label))
+        if levy is not None:
+            context.update(
+                lines=worksheet_lines(levy), chart=charts.waterfall(charts.worksheet_steps(levy)),
+                stale=not levy.is_final and services.registry_fingerprint() != levy.registry_fingerprint,
+                estimate_changed=estimate is None or levy.estimate_id != estimate.pk,
+                margin_rate=Decimal(levy.parameters.get("safety_margin_rate", "0.02")) * 100,
+                pumped_weight=Decimal(levy.parameters.get("pumped_weight", "0.5")) * 100,
+            )
+    context["can_act"] = has_role(request.user, HACIENDA)
+    return render(request, "levy/worksheet.html", context)
+
+
+@require_POST
+@role_required(HACIENDA)
+def compute(request: HttpRequest, year: str) -> HttpResponse:
+    """Queue ``levy_compute`` for the worker; the progress page waits for it."""
+    label = _label(year)
+    job = _running_job(label) or job_enqueue(kind=LEVY_COMPUTE, payload={"fiscal_year": label}, acting_user=request.user)
+    return redirect("levy:compute-progress", year=label, pk=job.pk)
+
+
+@role_required(*ROLL_READERS)
+def compute_progress(request: HttpRequest, year: str, pk: int) -> HttpResponse:
+    label = _label(year)
+    job = get_object_or_404(Job, pk=pk, kind=LEVY_COMPUTE, payload__fiscal_year=label)
+    refused = job.result.get("refused") if job.status == Job.Status.DONE else None
+    if job.status == Job.Status.DONE and not refused:
+        messages.success(request, _("Padrón borrador de %(y)s calculado: %(n)s predios en el padrón.")
+                         % {"y": label, "n": f"{job.result.get('lines', 0):,}"})
+        return redirect("levy:worksheet", year=label)
+    failed = job.error.splitlines()[0] if job.status == Job.Status.FAILED and job.error else ""
+    return render(request, "levy/compute_progress.html", {
+        "label": label, "job": job, "refused": refused, "failed": failed,
+        "waiting": job.status in (Job.Status.QUEUED, Job.Status.RUNNING),
+    })
+
+
+@require_POST
+@role_required(HACIENDA)
+def finalize(request: HttpRequest, year: str) -> HttpResponse:
+    label = _label(year)
+    if request.POST.get("confirm") != "yes":
+        messages.error(request, _("Marque la casilla de confirmación: un padrón finalizado no se puede cambiar (¶11)."))
+        return redirect("levy:worksheet", year=label)
+    try:
+        levy = services.roll_finalize(acting_user=request.user, fiscal_year=label)
+    except services.LevyError as exc:
+        messages.error(request, str(exc))
+    else:
+        message = _("Padrón de %(y)s finalizado el %(d)s por %(u)s.") % {
+            "y": label, "d": formats.date_format(levy.finalized_on, "SHORT_DATE_FORMAT"), "u": levy.finalized_by.get_username()}
+        if levy.finalized_late:
+            message += " " + _("Se finalizó después del 1 de julio (¶11): consta como tardío.")
+            messages.warning(request, message)
+        else:
+            messages.success(request, message)
+    return redirect("levy:worksheet", year=label)
+
+
+# ---------------------------------------------------------------------------------------------
+# 4. The roll (¶7, ¶9, ¶12) and its exports
+# ---------------------------------------------------------------------------------------------
+
+FILTER_PARAMS = ("q", "levied", "reason", "credit")
+
+
+@role_required(*ROLL_READERS)
+def roll(request: HttpRequest, year: str) -> HttpResponse:
+    label = _label(year)
+    levy = selectors.roll_levy(label)
+    if levy is None:
+        fiscal_year = _year_or_404(label)
+        return render(request, "levy/roll.html", {"label": label, "fiscal_year": fiscal_year, "levy": None})
+    export = request.GET.get("format")
+    if export == "csv":
+        return _roll_csv(levy)
+    if export == "xlsx":
+        return _roll_xlsx(levy)
+
+    filterset = selectors.roll_list(levy=levy, params=request.GET)
+    lines = filterset.qs
+    pumped_weight = Decimal(levy.parameters.get("pumped_weight", "0.5"))
+    whole = selectors.roll_totals(RollLine.objects.filter(levy=levy), pumped_weight=pumped_weight)
+    filtered = any(request.GET.get(name) for name in FILTER_PARAMS)
+    totals = selectors.roll_totals(lines) if filtered else whole
+    paginator = Paginator(lines, PAGE_SIZE)
+    paginator.count = totals["lines"]  # already counted with the sums: one query fewer
+    page = paginator.get_page(request.GET.get("page"))
+    for line in page.object_list:
+        line.reason_label = REASON_SHORT.get(line.reason, line.reason)
+
+    total_levy = levy.total_levy.amount
+    factor_3 = levy.credits.amount
+    gap = factor_3 - whole["credit"]
+    reconciliation = {
+        "charges_ok": whole["om_charge"] == total_levy,
+        "net_credits": whole["net"] + whole["credit"],
+        "net_credits_ok": whole["net"] + whole["credit"] == total_levy,
+        "halves": whole["first_installment"] + whole["second_installment"],
+        "halves_ok": whole["first_installment"] + whole["second_installment"] == whole["net"],
+        "stored_ok": (levy.roll_total.amount, levy.roll_credits.amount, levy.roll_net.amount)
+        == (whole["om_charge"], whole["credit"], whole["net"]),
+        "acres_ok": whole["levied_exact_acres"].quantize(ACRE_PLACES, rounding=ROUND_HALF_UP) == levy.equivalent_acres,
+        "factor_3": factor_3, "granted": whole["credit"], "gap": gap, "gap_abs": abs(gap),
+        "needed_net": total_levy - factor_3,
+    }
+    return render(request, "levy/roll.html", {
+        "label": label, "fiscal_year": levy.fiscal_year, "levy": levy, "filter": filterset, "page": page,
+        "totals": totals, "whole": whole, "filtered": filtered, "rec": reconciliation,
+    })
+
+
+def _export_name(levy: Levy, extension: str) -> str:
+    return f"padron-{levy.fiscal_year.label}-{'final' if levy.is_final else 'borrador'}.{extension}"
+
+
+class _Echo:
+    def write(self, value: str) -> str:
+        return value
+
+
+def _roll_csv(levy: Levy) -> StreamingHttpResponse:
+    """Every line of the roll (not only the filtered page), as ``manage.py levy export`` prints it."""
+    writer = csv.writer(_Echo(), lineterminator="\n")
+
+    def rows():
+        yield writer.writerow(ROLL_COLUMNS)
+        for row in roll_rows(levy):
+            yield writer.writerow(row)
+
+    response = StreamingHttpResponse(rows(), content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{_export_name(levy, "csv")}"'
+    return response
+
+
+TEXT_COLUMNS = {"parcel_id", "owner_name", "levied", "reason"}
+XLSX_FORMATS = {"gravity_acres": "#,##0.0000", "pumped_acres": "#,##0.0000", "equivalent_acres": "#,##0.0000",
+                "credit_percent": "0.00"}
+
+
+def _roll_xlsx(levy: Levy) -> HttpResponse:
+    """The roll as an Excel workbook: numbers as numbers (acres to 4 places, dollars to cents),
+    text cells through ``safe_cell`` so a name like ``=HYPERLINK(…)`` stays text."""
+    from openpyxl import Workbook
+    from openpyxl.cell import WriteOnlyCell
+
+    book = Workbook(write_only=True)
+    sheet = book.create_sheet(_("Padrón")[:31])
+    sheet.append(list(ROLL_COLUMNS))
+    formats = [XLSX_FORMATS.get(name, "#,##0.00") for name in ROLL_COLUMNS]
+    numeric = [name not in TEXT_COLUMNS for name in ROLL_COLUMNS]
+    for row in roll_rows(levy):
+        cells = []
+        for value, is_number, number_format in zip(row, numeric, formats, strict=True):
+            if is_number:
+                cell = WriteOnlyCell(sheet, value=Decimal(value))
+                cell.number_format = number_format
+            else:
+                cell = WriteOnlyCell(sheet, value=value)
+            cells.append(cell)
+        sheet.append(cells)
+    summary = book.create_sheet(_("Resumen")[:31])
+    for key, value in levy_summary(levy).items():
+        summary.append([key, safe_cell(str(value)) if value is not None else ""])
+    buffer = io.BytesIO()
+    book.save(buffer)
+    response = HttpResponse(buffer.getvalue(), content_type="application/vnd.openxmlformats-officedocument.spreadsheetml.sheet")
+    response["Content-Disposition"] = f'attachment; filename="{_export_name(levy, "xlsx")}"'
+    return response
+
+
+# ---------------------------------------------------------------------------------------------
+# 5. What-if (a simulation: writes nothing)
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Change:
+    parcel_id: str
+    parcel_pk: int
+    owner_name: str
+    levied: bool
+    before: Decimal | None  # net on last year's final roll; None when the parcel was not on it
+    after: Decimal
+    delta: Decimal
+
+
+@role_required(*WHATIF_USERS)
+def whatif(request: HttpRequest, year: str) -> HttpResponse:
+    label = _label(year)
+    start = rules.fiscal_year_start(label)
+    # An unsaved FiscalYear when the year has no estimates yet: compute() only reads .start.
+    fiscal_year = FiscalYear.objects.filter(label=label).first() or FiscalYear(label=label, start=start)
+    params = selectors.parameter_set_in_force(start)
+    if params is None:
+        raise Http404(_("No hay parámetros legales vigentes para ese año."))
+    current = services.current_estimate(fiscal_year) if fiscal_year.pk else None
+    if "run" in request.GET:
+        form = WhatIfForm(request.GET, params=params.as_rules())
+    else:
+        form = WhatIfForm(initial=EstimateForm.initial_from(current), params=params.as_rules())
+    _add_reserve_cap_hint(form, current, params)
+    context: dict[str, Any] = {"label": label, "form": form, "current": current, "result": None}
+    if form.is_bound and form.is_valid():
+        data = form.cleaned_data
+        estimate = Estimate(  # never saved: only its amounts are read
+            fiscal_year=fiscal_year, om_estimate=data["om_estimate"], reserve=data["reserve"], misc_income=data["misc_income"],
+            deficit=data["deficit"], surplus=data["surplus"], certified_credits=data.get("certified_credits"),
+        )
+        parcels, refs = services.parcel_inputs()
+        try:
+            result = services.compute(year=fiscal_year, estimate=estimate, parcels=parcels, params=params)
+        except services.LevyError as exc:
+            form.add_error(None, str(exc))
+        else:
+            context.update(_whatif_comparison(result, refs, start))
+            context["result"] = result
+            context["lines"] = worksheet_lines(result.worksheet)
+            existing = selectors.roll_levy(label) if fiscal_year.pk else None
+            context["existing"] = existing
+    return render(request, "levy/whatif.html", context)
+
+
+def _whatif_comparison(result: rules.LevyComputation, refs: dict[str, tuple], start: date) -> dict[str, Any]:
+    previous_start = date(start.year - 1, 7, 1)
+    previous = selectors.final_roll_nets(start=previous_start)
+    context: dict[str, Any] = {"previous_label": rules.fiscal_year_label(start.year - 1), "has_previous": previous is not None}
+    if previous is None:
+        return context
+    changes: list[Change] = []
+    counts = {"up": 0, "down": 0, "same": 0, "new": 0, "gone": 0}
+    before_total = sum((net for _charge, net in previous.values()), ZERO)
+    for line in result.lines:
+        old = previous.get(line.parcel_id)
+        before = old[1] if old is not None else None
+        delta = line.net - (before or ZERO)
+        if before is None:
+            counts["new"] += 1
+        elif delta > 0:
+            counts["up"] += 1
+        elif delta < 0:
+            counts["down"] += 1
+        else:
+            counts["same"] += 1
+        if delta or before is None:
+            ref = refs[line.parcel_id]
+            changes.append(Change(parcel_id=line.parcel_id, parcel_pk=ref[0], owner_name=ref[3], levied=line.levied,
+                                  before=before, after=line.net, delta=delta))
+    on_roll = {line.parcel_id for line in result.lines}
+    counts["gone"] = sum(1 for code in previous if code not in on_roll)
+    changes.sort(key=lambda change: (-abs(change.delta), change.parcel_id))
+    context.update(
+        changes=changes[:WHATIF_SHOWN], changed=len(changes), counts=counts, before_total=before_total,
+        after_total=result.roll_net, total_delta=result.roll_net - before_total, shown=WHATIF_SHOWN,
+    )
+    return context
+
+
+# ---------------------------------------------------------------------------------------------
+# 6. Legal parameters
+# ---------------------------------------------------------------------------------------------
+
+PERCENT_FIELDS = ("reserve_cap_rate", "safety_margin_rate", "pumped_weight", "surcharge_rate")
+DOLLAR_FIELDS = ("water_first_year_rate", "water_max_authority_rate", "water_pumped_rate")
+
+
+@role_required(*STAFF_ROLES)
+def parameters(request: HttpRequest) -> HttpResponse:
+    today = timezone.localdate()
+    sets = list(selectors.parameter_sets())
+    in_force = next((p for p in sets if p.effective_from <= today), None)
+    shown = []
+    for parameter_set in sets:
+        rows = []
+        for field in LegalParameterSet._meta.fields:
+            if field.name in ("id", "created_at", "effective_from", "source"):
+                continue
+            value = getattr(parameter_set, field.name)
+            if field.name in PERCENT_FIELDS:
+                display = f"{value * 100:,.2f} %"
+            elif field.name in DOLLAR_FIELDS:
+                display = f"${value:,.2f}"
+            elif isinstance(value, bool):
+                display = _("Sí") if value else _("No")
+            elif field.choices:
+                display = getattr(parameter_set, f"get_{field.name}_display")()
+            else:
+                display = str(value)
+            rows.append((field.verbose_name, display, field.name))
+        shown.append({"set": parameter_set, "rows": rows, "in_force": parameter_set == in_force})
+    return render(request, "levy/parameters.html", {"sets": shown, "today": today})
