@@ -10,5 +10,6 @@ urlpatterns = [
     path("cuenta/salir/", auth_views.LogoutView.as_view(), name="logout"),
     path("i18n/", include("django.conf.urls.i18n")),
     path("admin/", admin.site.urls),
+    path("contribucion/", include("levy.urls")),
     path("", include("parcels.urls")),
 ]
