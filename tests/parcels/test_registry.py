@@ -103,3 +103,19 @@ def test_seed_demo_refuses_production(settings):
     settings.DEMO_DATA_ALLOWED = False
     with pytest.raises(CommandError, match="production"):
         call_command("seed_demo")
+
+
+@pytest.mark.django_db
+def test_seed_demo_builds_a_district_with_a_finalized_levy_and_payments(capsys):
+    from billing.models import Payment
+    from levy.models import Levy
+
+    call_command("seed_demo", "--parcels", "80")
+    out = capsys.readouterr().out
+    assert "terrateniente" in out and "Lajas-2026-landowner" in out
+    assert Parcel.objects.count() == 80
+    assert Levy.objects.get(fiscal_year__label="2026-2027").status == "final"
+    assert Payment.objects.filter(parcel__parcel_id="LAJ-000001").exists()
+    assert not Payment.objects.filter(parcel__parcel_id="LAJ-000002").exists()
+    call_command("seed_demo", "--parcels", "80")  # a second run changes nothing
+    assert Parcel.objects.count() == 80

@@ -42,3 +42,46 @@ class Command(BaseCommand):
                 user_create(username=username, role=role, password=password, owner=owner if role == "landowner" else None,
                             email=f"{username}@example.pr")
             self.stdout.write(f"  {username:14} {password:28} ({role})")
+        self.seed_levy_and_payments()
+
+    def seed_levy_and_payments(self) -> None:
+        """The 2026-2027 levy, certified, computed and finalized on time, and a season of
+        payments at the counter: most July halves on time, some late, some still unpaid."""
+        import random
+        from datetime import date, timedelta
+        from decimal import Decimal
+
+        from billing.models import Payment
+        from billing.services import account_state, payment_record
+        from levy.models import FiscalYear
+        from levy.services import estimate_certify, estimate_enter, levy_compute, roll_finalize
+
+        if FiscalYear.objects.exists():
+            self.stdout.write("levy data already present; left as it is")
+            return
+        users = {user.username: user for user in get_user_model().objects.filter(username__in=[u for u, _ in DEMO_USERS])}
+        estimate_enter(acting_user=users["autoridad"], fiscal_year="2026-2027", om_estimate=Decimal("1250000.00"),
+                       reserve=Decimal("25000.00"), misc_income=Decimal("40000.00"), deficit=Decimal("30000.00"))
+        estimate_certify(acting_user=users["autoridad"], fiscal_year="2026-2027")
+        levy_compute(acting_user=users["hacienda"], fiscal_year="2026-2027")
+        levy = roll_finalize(acting_user=users["hacienda2"], fiscal_year="2026-2027", today=date(2026, 6, 26))
+        rng = random.Random(2026)
+        paying = list(Parcel.objects.filter(charges__isnull=False).distinct().order_by("parcel_id")[:400])
+        for parcel in paying:
+            draw = rng.random()
+            if parcel.parcel_id == "LAJ-000002":
+                continue  # the demo landowner's second parcel stays unpaid (delinquent)
+            if parcel.parcel_id == "LAJ-000001" or draw < 0.55:
+                day = date(2026, 7, 1) + timedelta(days=rng.randint(0, 55))
+            elif draw < 0.75:
+                day = date(2026, 9, 1) + timedelta(days=rng.randint(0, 80))  # late: surcharge
+            else:
+                continue
+            due = account_state(parcel=parcel, as_of=day).state.total_due
+            if due > 0:
+                payment_record(acting_user=users["colector"], parcel=parcel, amount=due, paid_on=day,
+                               method=rng.choice(["cash", "check", "card", "transfer"]))
+        self.stdout.write(
+            f"demo levy {levy.fiscal_year.label}: total ${levy.total_levy.amount:,.2f}, "
+            f"{levy.parcels_levied} parcels levied, {Payment.objects.count()} payments recorded"
+        )
