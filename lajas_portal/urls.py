@@ -11,5 +11,6 @@ urlpatterns = [
     path("i18n/", include("django.conf.urls.i18n")),
     path("admin/", admin.site.urls),
     path("contribucion/", include("levy.urls")),
+    path("colecturia/", include("billing.urls")),
     path("", include("parcels.urls")),
 ]

@@ -32,8 +32,15 @@ def home(request: HttpRequest) -> HttpResponse:
             "permanent_count": Parcel.objects.filter(inclusion=Parcel.Inclusion.PERMANENT).count(),
         })
     if has_role(request.user, LANDOWNER):
+        from billing.models import Receipt
+
         parcels = Parcel.objects.filter(owner_id__in=owner_ids_for_user(request.user)).select_related("owner")
-        return render(request, "parcels/home_landowner.html", {"parcels": parcels})
+        account = getattr(request.user, "owner_account", None)
+        receipts = (
+            Receipt.objects.filter(snapshot__owner_key=account.owner.owner_key).select_related("office", "payment")
+            .order_by("-issued_at")[:20] if account else []
+        )
+        return render(request, "parcels/home_landowner.html", {"parcels": parcels, "receipts": receipts})
     return render(request, "parcels/home_norole.html", status=403)
 
 

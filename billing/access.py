@@ -1,0 +1,30 @@
+"""The only way a view gets a receipt for a user: collection and treasury staff see any receipt, a
+landowner only the receipts issued to their owner record (the owner snapshotted on the receipt when
+it was paid: after a sale the previous owner keeps their receipts and the buyer does not see them);
+anything else is 404, so a landowner cannot learn that another owner's receipt number exists."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import Http404
+from django.shortcuts import get_object_or_404
+
+from parcels.roles import AUDITOR, COLLECTOR, HACIENDA, LANDOWNER, SUPERVISOR, has_role
+
+from .models import Receipt
+
+# Staff who read any receipt or statement. The registry staff (authority) keep parcels, not money.
+RECEIPT_STAFF = (COLLECTOR, SUPERVISOR, HACIENDA, AUDITOR)
+
+
+def get_receipt_for_user(user: Any, pk: int) -> Receipt:
+    queryset = Receipt.objects.select_related("office", "payment", "payment__parcel", "payment__void", "payment__void__voided_by")
+    if has_role(user, *RECEIPT_STAFF):
+        return get_object_or_404(queryset, pk=pk)
+    if has_role(user, LANDOWNER):
+        account = getattr(user, "owner_account", None)
+        if account is None:
+            raise Http404
+        return get_object_or_404(queryset, pk=pk, snapshot__owner_key=account.owner.owner_key)
+    raise Http404

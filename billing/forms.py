@@ -1,0 +1,98 @@
+"""Forms of the Collector's counter. They only parse what was typed; ``billing.services`` decides
+(and refuses with ``BillingError``), so every check still runs where the payment is written."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+from django import forms
+from django.utils.translation import gettext_lazy as _
+
+from .models import Payment
+
+METHODS_NEEDING_REFERENCE = (Payment.Method.CHECK, Payment.Method.TRANSFER)
+
+
+class AmountField(forms.DecimalField):
+    """Dollars and cents as Puerto Rico writes them: ``6,930.90`` or ``$6930.90``."""
+
+    widget = forms.TextInput
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(max_digits=14, decimal_places=2, **kwargs)
+
+    def widget_attrs(self, widget: forms.Widget) -> dict[str, str]:
+        # A text box, not type=number: the browser would refuse the thousands separators.
+        return {"inputmode": "decimal", "autocomplete": "off", "spellcheck": "false"}
+
+    def to_python(self, value: Any) -> Decimal | None:
+        if isinstance(value, str):
+            value = value.strip().replace("$", "").replace(",", "").replace(" ", "")
+        return super().to_python(value)
+
+
+class DateInput(forms.DateInput):
+    """The browser's date picker; it always sends ``YYYY-MM-DD``, whatever the page language."""
+
+    input_type = "date"
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(format="%Y-%m-%d", **kwargs)
+
+
+class CounterSearchForm(forms.Form):
+    q = forms.CharField(
+        label=_("Número de catastro o nombre del dueño"), max_length=100, required=False,
+        widget=forms.TextInput(attrs={"type": "search", "autocomplete": "off", "autofocus": True}),
+    )
+
+
+class PaymentForm(forms.Form):
+    """¶13: a payment at the counter. ``idempotency_key`` is new for every rendering of the form,
+    so a double submit records one payment; ``expected_total_due`` is what the page showed, so a
+    payment on an account that changed meanwhile is refused."""
+
+    amount = AmountField(label=_("Cantidad recibida"), min_value=Decimal("0.01"))
+    method = forms.ChoiceField(label=_("Forma de pago"), choices=Payment.Method.choices, initial=Payment.Method.CASH,
+                               widget=forms.RadioSelect)
+    reference = forms.CharField(
+        label=_("Referencia"), max_length=80, required=False,
+        help_text=_("Número del cheque o de la transferencia (obligatorio para esas formas de pago)."),
+    )
+    idempotency_key = forms.CharField(max_length=64, widget=forms.HiddenInput)
+    expected_total_due = forms.DecimalField(max_digits=14, decimal_places=2, widget=forms.HiddenInput)
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        if data.get("method") in METHODS_NEEDING_REFERENCE and not data.get("reference", "").strip():
+            self.add_error("reference", _("Indique el número del cheque o de la transferencia."))
+        return data
+
+
+class VoidForm(forms.Form):
+    reason = forms.CharField(
+        label=_("Razón de la anulación"), max_length=200,
+        help_text=_("Por ejemplo: cheque devuelto por el banco. Queda en el historial del pago."),
+    )
+
+
+class StatementDateForm(forms.Form):
+    as_of = forms.DateField(label=_("Al día"), required=False, widget=DateInput())
+
+
+class DayReportForm(forms.Form):
+    """The day, and what was counted in the drawer; nothing here is saved (closing the day is a
+    later service)."""
+
+    day = forms.DateField(label=_("Día"), required=False, widget=DateInput())
+    office = forms.ChoiceField(label=_("Colecturía"), required=False)
+    counted_cash = AmountField(label=_("Efectivo contado"), required=False, min_value=Decimal("0"))
+    counted_checks = AmountField(label=_("Cheques contados"), required=False, min_value=Decimal("0"))
+
+    def __init__(self, *args: Any, offices: list[tuple[str, str]] | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if offices:
+            self.fields["office"].choices = offices
+        else:
+            del self.fields["office"]

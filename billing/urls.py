@@ -1,0 +1,13 @@
+from django.urls import path
+
+from . import views
+
+app_name = "billing"
+urlpatterns = [
+    path("", views.counter, name="counter"),
+    path("predio/<int:pk>/", views.counter_parcel, name="counter-parcel"),
+    path("predio/<int:pk>/estado/", views.statement, name="statement"),
+    path("recibo/<int:pk>/", views.receipt, name="receipt"),
+    path("pago/<int:pk>/anular/", views.void, name="void"),
+    path("cuadre/", views.day_report, name="day-report"),
+]

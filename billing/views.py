@@ -1,0 +1,200 @@
+"""Pages of the Collector's office (*colecturía*): the counter search, what a parcel owes today with
+the payment form, receipts, statements, voids by a supervisor and the office's day report. Views
+bind a form, fetch through ``access`` or ``selectors``, call one service, then redirect or render."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import date
+from decimal import Decimal
+from typing import Any
+
+from django.contrib import messages
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.utils import timezone
+from django.utils.translation import gettext as _
+from django.views.decorators.http import require_POST
+
+from parcels.access import get_parcel_for_user
+from parcels.models import Parcel
+from parcels.roles import COLLECTOR, LANDOWNER, SUPERVISOR, has_role, role_required
+
+from . import selectors, services
+from .access import RECEIPT_STAFF, get_receipt_for_user
+from .forms import CounterSearchForm, DayReportForm, PaymentForm, StatementDateForm, VoidForm
+from .models import Office, Payment
+
+COUNTER_ROLES = (COLLECTOR, SUPERVISOR)
+READERS = (*RECEIPT_STAFF, LANDOWNER)  # landowners reach only their own (404 otherwise)
+
+
+def _office_or_error(user: Any, code: str | None = None) -> tuple[Office | None, str]:
+    try:
+        return services.office_for(user, code), ""
+    except services.BillingError as exc:
+        return None, str(exc)
+
+
+# ---------------------------------------------------------------------------------------------
+# 1. The counter: find a parcel
+# ---------------------------------------------------------------------------------------------
+
+
+@role_required(*COUNTER_ROLES)
+def counter(request: HttpRequest) -> HttpResponse:
+    form = CounterSearchForm(request.GET or None)
+    query = form.cleaned_data["q"].strip() if form.is_valid() else ""
+    results = list(selectors.parcel_search(query=query)) if query else []
+    more = len(results) > selectors.SEARCH_LIMIT
+    office, office_error = _office_or_error(request.user)
+    return render(request, "billing/counter.html", {
+        "form": form, "query": query, "results": results[: selectors.SEARCH_LIMIT], "more": more,
+        "limit": selectors.SEARCH_LIMIT, "office": office, "office_error": office_error,
+    })
+
+
+# ---------------------------------------------------------------------------------------------
+# 2. What a parcel owes today, and the payment form (¶12, ¶13)
+# ---------------------------------------------------------------------------------------------
+
+
+def _fresh_form(data: Any, statement: selectors.Statement) -> PaymentForm:
+    """A payment form for this rendering: a new idempotency key and the total the page shows.
+    Bound data (what the collector typed) is kept; only the two hidden fields are renewed."""
+    hidden = {"idempotency_key": uuid.uuid4().hex, "expected_total_due": f"{statement.total_due:.2f}"}
+    if data is None:
+        initial = {"method": Payment.Method.CASH, **hidden}
+        if statement.total_due > 0:
+            initial["amount"] = f"{statement.total_due:,.2f}"
+        return PaymentForm(initial=initial)
+    data = data.copy()
+    data.update(hidden)
+    form = PaymentForm(data)
+    form.is_valid()  # so the errors found on the submitted data show again
+    return form
+
+
+@role_required(*COUNTER_ROLES)
+def counter_parcel(request: HttpRequest, pk: int) -> HttpResponse:
+    parcel = get_object_or_404(Parcel.objects.select_related("owner"), pk=pk)
+    today = timezone.localdate()
+    error = ""
+    if request.method == "POST":
+        form = PaymentForm(request.POST)
+        if form.is_valid():
+            data = form.cleaned_data
+            try:
+                receipt = services.payment_record(
+                    acting_user=request.user, parcel=parcel, amount=data["amount"], paid_on=today, method=data["method"],
+                    reference=data["reference"].strip(), idempotency_key=data["idempotency_key"],
+                    expected_total_due=data["expected_total_due"],
+                )
+            except services.BillingError as exc:
+                error = str(exc)
+            else:
+                messages.success(request, _("Pago registrado. Recibo %(n)s.") % {"n": receipt.display_number})
+                return redirect("billing:receipt", pk=receipt.pk)
+    # Always the current figures: after a refusal the page shows what is owed now.
+    statement = selectors.statement_for(parcel=parcel, as_of=today)
+    form = _fresh_form(request.POST if request.method == "POST" else None, statement)
+    if error:
+        form.add_error(None, error)
+    office, office_error = _office_or_error(request.user)
+    return render(request, "billing/counter_parcel.html", {
+        "parcel": parcel, "statement": statement, "form": form, "today": today, "office": office, "office_error": office_error,
+        "payments": selectors.parcel_payments(parcel=parcel)[:5],
+    })
+
+
+# ---------------------------------------------------------------------------------------------
+# 3. Receipts (¶9) and voids
+# ---------------------------------------------------------------------------------------------
+
+
+def _render_receipt(request: HttpRequest, receipt: Any, void_form: VoidForm | None = None) -> HttpResponse:
+    can_void = has_role(request.user, SUPERVISOR) and not hasattr(receipt.payment, "void")
+    return render(request, "billing/receipt.html", {
+        "r": selectors.receipt_display(receipt), "can_void": can_void,
+        "void_form": void_form or (VoidForm() if can_void else None),
+    })
+
+
+@role_required(*READERS)
+def receipt(request: HttpRequest, pk: int) -> HttpResponse:
+    return _render_receipt(request, get_receipt_for_user(request.user, pk))
+
+
+@require_POST
+@role_required(SUPERVISOR)
+def void(request: HttpRequest, pk: int) -> HttpResponse:
+    payment = get_object_or_404(Payment.objects.select_related("receipt"), pk=pk)
+    form = VoidForm(request.POST)
+    if form.is_valid():
+        try:
+            services.payment_void(acting_user=request.user, payment=payment, reason=form.cleaned_data["reason"])
+        except services.BillingError as exc:
+            form.add_error(None, str(exc))
+        else:
+            messages.success(request, _("Pago anulado. El recibo %(n)s queda como se emitió, marcado ANULADO.")
+                             % {"n": payment.receipt.display_number})
+            return redirect("billing:receipt", pk=payment.receipt.pk)
+    return _render_receipt(request, get_receipt_for_user(request.user, payment.receipt.pk), void_form=form)
+
+
+# ---------------------------------------------------------------------------------------------
+# 4. Statements (estado de cuenta)
+# ---------------------------------------------------------------------------------------------
+
+
+@role_required(*READERS)
+def statement(request: HttpRequest, pk: int) -> HttpResponse:
+    parcel = get_parcel_for_user(request.user, pk)
+    today = timezone.localdate()
+    form = StatementDateForm(request.GET or None, initial={"as_of": today})
+    as_of = (form.cleaned_data.get("as_of") if form.is_bound and form.is_valid() else None) or today
+    return render(request, "billing/statement.html", {
+        "parcel": parcel, "statement": selectors.statement_for(parcel=parcel, as_of=as_of), "form": form, "today": today,
+        "payments": selectors.parcel_payments(parcel=parcel, until=as_of),
+        "can_collect": has_role(request.user, *COUNTER_ROLES),
+    })
+
+
+# ---------------------------------------------------------------------------------------------
+# 5. The office's day
+# ---------------------------------------------------------------------------------------------
+
+
+@role_required(*COUNTER_ROLES)
+def day_report(request: HttpRequest) -> HttpResponse:
+    today = timezone.localdate()
+    offices = None
+    if has_role(request.user, SUPERVISOR):
+        offices = [(office.code, str(office)) for office in Office.objects.all()]
+    params = None
+    if request.GET:
+        params = request.GET.copy()
+        if not params.get("day"):
+            params["day"] = today.isoformat()  # so the date box shows the day reported
+    form = DayReportForm(params, offices=offices, initial={"day": today})
+    day: date = today
+    code = None
+    counted_cash: Decimal | None = None
+    counted_checks: Decimal | None = None
+    if form.is_bound:
+        form.is_valid()  # a field typed wrong shows its error; the others still count
+        data = form.cleaned_data
+        day = data.get("day") or today
+        code = data.get("office") or None
+        counted_cash = data.get("counted_cash")
+        counted_checks = data.get("counted_checks")
+    office, office_error = _office_or_error(request.user, code)
+    if offices and office is not None and not form.is_bound:
+        form.initial["office"] = office.code
+    report = selectors.day_report(office=office, day=day) if office is not None else None
+    over_short = (
+        selectors.day_over_short(report=report, counted_cash=counted_cash, counted_checks=counted_checks) if report else []
+    )
+    return render(request, "billing/day_report.html", {
+        "form": form, "report": report, "over_short": over_short, "office_error": office_error, "day": day, "today": today,
+    })
