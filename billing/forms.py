@@ -96,3 +96,15 @@ class DayReportForm(forms.Form):
             self.fields["office"].choices = offices
         else:
             del self.fields["office"]
+
+
+class DayCloseForm(forms.Form):
+    office = forms.CharField(required=False)
+    day = forms.DateField()
+    counted_cash = forms.DecimalField(min_value=Decimal("0"), max_digits=14, decimal_places=2)
+    counted_checks = forms.DecimalField(min_value=Decimal("0"), max_digits=14, decimal_places=2)
+
+
+class RefundForm(forms.Form):
+    amount = forms.DecimalField(label=_("Cantidad a reembolsar"), min_value=Decimal("0.01"), max_digits=14, decimal_places=2)
+    reason = forms.CharField(label=_("Razón"), max_length=200)

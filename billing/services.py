@@ -105,7 +105,8 @@ def installments_issue(*, acting_user: Any, levy: Levy) -> int:
             if principal <= 0 or (line_pk, number) in issued:
                 continue
             due, last_day = halves[number]
-            semester = _("julio") if number == 1 else _("enero")
+            # Stored in Spanish whatever the session's language: it is the charge's legal name.
+            semester = "julio" if number == 1 else "enero"
             rows.append((parcel_pk, Charge.Kind.INSTALLMENT, levy.fiscal_year_id, number, line_pk,
                          f"{label} plazo {number} ({semester})", principal, "USD", due, last_day, True, acting_user.pk, now))
     if not rows:
@@ -178,11 +179,14 @@ def surcharge_explanation(charge_state: rules.ChargeState, rate: Decimal) -> str
             groups[-1][0] += 1
         else:
             groups.append([1, unpaid])
+    from django.utils.translation import ngettext
+
     percent = "½%" if rate == Decimal("0.005") else f"{rate * 100:g}%"
-    parts = []
-    for months, unpaid in groups:
-        unit = _("mes") if months == 1 else _("meses")
-        parts.append(f"{percent} × {months} {unit} " + _("sobre") + f" ${unpaid:,.2f}")
+    parts = [
+        ngettext("%(rate)s × %(n)s mes sobre %(amount)s", "%(rate)s × %(n)s meses sobre %(amount)s", months)
+        % {"rate": percent, "n": months, "amount": f"${unpaid:,.2f}"}
+        for months, unpaid in groups
+    ]
     return " + ".join(parts)
 
 
@@ -405,21 +409,6 @@ def parcel_by_code(code: str) -> Parcel:
 # --- End of day, refunds ---------------------------------------------------------------------
 
 
-def day_report(*, office: Office, day: date) -> dict[str, Any]:
-    """The day's receipts at an office and the totals by method (voided payments excluded)."""
-    receipts = list(
-        Receipt.objects.filter(office=office, payment__paid_on=day)
-        .select_related("payment", "payment__parcel", "payment__collector", "payment__void")
-        .order_by("number")
-    )
-    totals = {method: ZERO for method in Payment.Method.values}
-    for receipt in receipts:
-        if not hasattr(receipt.payment, "void"):
-            totals[receipt.payment.method] += receipt.payment.amount.amount
-    return {"office": office, "day": day, "receipts": receipts, "totals": totals, "total": sum(totals.values(), ZERO),
-            "closed": DayClose.objects.filter(office=office, day=day).first()}
-
-
 @transaction.atomic
 def day_close(*, acting_user: Any, office: Office, day: date, counted_cash: Decimal, counted_checks: Decimal) -> DayClose:
     """A supervisor closes the office's day with the counted cash and checks; the over/short is
@@ -428,10 +417,12 @@ def day_close(*, acting_user: Any, office: Office, day: date, counted_cash: Deci
         raise BillingError(_("Solo un supervisor cierra el día."))
     if DayClose.objects.filter(office=office, day=day).exists():
         raise BillingError(_("El día ya está cerrado."))
-    report = day_report(office=office, day=day)
+    from .selectors import day_report
+
+    totals = {row.method: row.amount for row in day_report(office=office, day=day).by_method}
     close = DayClose(
         office=office, day=day, counted_cash=counted_cash, counted_checks=counted_checks,
-        expected_cash=report["totals"]["cash"], expected_checks=report["totals"]["check"], closed_by=acting_user,
+        expected_cash=totals[Payment.Method.CASH], expected_checks=totals[Payment.Method.CHECK], closed_by=acting_user,
     )
     close.full_clean()
     close.save()

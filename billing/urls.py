@@ -10,4 +10,6 @@ urlpatterns = [
     path("recibo/<int:pk>/", views.receipt, name="receipt"),
     path("pago/<int:pk>/anular/", views.void, name="void"),
     path("cuadre/", views.day_report, name="day-report"),
+    path("cuadre/cerrar/", views.day_close, name="day-close"),
+    path("predio/<int:pk>/reembolso/", views.refund, name="refund"),
 ]

@@ -12,6 +12,7 @@ from typing import Any
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
@@ -22,8 +23,8 @@ from parcels.roles import COLLECTOR, LANDOWNER, SUPERVISOR, has_role, role_requi
 
 from . import selectors, services
 from .access import RECEIPT_STAFF, get_receipt_for_user
-from .forms import CounterSearchForm, DayReportForm, PaymentForm, StatementDateForm, VoidForm
-from .models import Office, Payment
+from .forms import CounterSearchForm, DayCloseForm, DayReportForm, PaymentForm, RefundForm, StatementDateForm, VoidForm
+from .models import DayClose, Office, Payment
 
 COUNTER_ROLES = (COLLECTOR, SUPERVISOR)
 READERS = (*RECEIPT_STAFF, LANDOWNER)  # landowners reach only their own (404 otherwise)
@@ -195,6 +196,49 @@ def day_report(request: HttpRequest) -> HttpResponse:
     over_short = (
         selectors.day_over_short(report=report, counted_cash=counted_cash, counted_checks=counted_checks) if report else []
     )
+    closed = DayClose.objects.filter(office=office, day=day).select_related("closed_by").first() if office else None
     return render(request, "billing/day_report.html", {
         "form": form, "report": report, "over_short": over_short, "office_error": office_error, "day": day, "today": today,
+        "closed": closed, "counted_cash": counted_cash, "counted_checks": counted_checks,
     })
+
+
+@require_POST
+@role_required(SUPERVISOR)
+def day_close(request: HttpRequest) -> HttpResponse:
+    """A supervisor closes the office's day with the counted cash and checks (one service)."""
+    form = DayCloseForm(request.POST)
+    if form.is_valid():
+        office, error = _office_or_error(request.user, form.cleaned_data["office"])
+        if office is None:
+            messages.error(request, error)
+        else:
+            try:
+                services.day_close(acting_user=request.user, office=office, day=form.cleaned_data["day"],
+                                   counted_cash=form.cleaned_data["counted_cash"], counted_checks=form.cleaned_data["counted_checks"])
+            except services.BillingError as exc:
+                messages.error(request, str(exc))
+            else:
+                messages.success(request, _("Día cerrado."))
+    else:
+        messages.error(request, _("Revise el día y las cantidades contadas."))
+    return redirect(f"{reverse('billing:day-report')}?{request.POST.urlencode()}")
+
+
+@require_POST
+@role_required(SUPERVISOR)
+def refund(request: HttpRequest, pk: int) -> HttpResponse:
+    """A supervisor refunds the account's credit (money beyond every issued charge)."""
+    parcel = get_object_or_404(Parcel, pk=pk)
+    form = RefundForm(request.POST)
+    if form.is_valid():
+        try:
+            services.refund_issue(acting_user=request.user, parcel=parcel, amount=form.cleaned_data["amount"],
+                                  reason=form.cleaned_data["reason"])
+        except services.BillingError as exc:
+            messages.error(request, str(exc))
+        else:
+            messages.success(request, _("Reembolso registrado."))
+    else:
+        messages.error(request, _("Indique la cantidad y la razón del reembolso."))
+    return redirect("billing:statement", pk=parcel.pk)

@@ -32,7 +32,7 @@ class ParcelForm(forms.Form):
     )
     inclusion = forms.ChoiceField(label=_("Inclusión en el Distrito"), choices=Parcel.Inclusion.choices)
     water_since = forms.DateField(
-        label=_("Recibió u ofreció agua desde"), required=False, widget=DateInput(),
+        label=_("Recibió agua (o se le ofreció) desde"), required=False, widget=DateInput(),
         help_text=_("¶8, ¶10: paga a partir del 1 de julio siguiente a 12 meses de agua."),
     )
     credit_percent = forms.DecimalField(

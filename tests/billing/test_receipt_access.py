@@ -26,3 +26,27 @@ def test_previous_owner_keeps_receipts_after_a_sale(client, district_1, staff, m
     assert client.get(url).status_code == 404
     statement = client.get(reverse("billing:statement", args=[p1.pk]))
     assert statement.status_code == 200 and "9,180.00" in statement.content.decode()  # the January half stays with the land
+
+
+@pytest.mark.django_db
+def test_supervisor_closes_the_day_and_refunds_credit_from_the_pages(client, district_1, staff):
+    from billing.models import DayClose, Refund
+
+    p3 = Parcel.objects.get(parcel_id="P3")
+    today = date.today()
+    owed = services.account_state(parcel=p3, as_of=today).state.total_balance  # both halves, with any surcharge
+    paid = owed + Decimal("20.00")
+    services.payment_record(acting_user=staff["collector"], parcel=p3, amount=paid, paid_on=today)
+    client.force_login(staff["collector"])
+    assert client.post(reverse("billing:day-close"), {"office": "LAJ", "day": today.isoformat(), "counted_cash": str(paid),
+                                                      "counted_checks": "0"}).status_code == 403
+    client.force_login(staff["supervisor"])
+    response = client.post(reverse("billing:day-close"), {"office": "LAJ", "day": today.isoformat(), "counted_cash": str(paid - 10),
+                                                           "counted_checks": "0"})
+    assert response.status_code == 302
+    close = DayClose.objects.get()
+    assert (close.expected_cash.amount, close.counted_cash.amount) == (paid, paid - 10)
+    page = client.get(reverse("billing:statement", args=[p3.pk])).content.decode()
+    assert "Reembolsar" in page
+    client.post(reverse("billing:refund", args=[p3.pk]), {"amount": "20.00", "reason": "Pagó de más"})
+    assert Refund.objects.get().amount.amount == Decimal("20.00")
