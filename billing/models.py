@@ -346,3 +346,85 @@ class SeizureStep(models.Model):
         ordering = ["issued_on", "id"]
         constraints = [models.UniqueConstraint(fields=["case", "kind"], name="one_step_of_each_kind")]
         triggers = APPEND_ONLY
+
+
+class Bill(models.Model):
+    """A bill (*aviso de contribución*) for one installment, stating its amounts as of its issue
+    date (the statement has the current amount). Only charges of a finalized roll exist, so a
+    draft can never be billed. Immutable; a new bill for the same charge is a new document."""
+
+    number = models.CharField(max_length=24, unique=True)
+    charge = models.ForeignKey(Charge, on_delete=models.PROTECT, related_name="bills")
+    parcel = models.ForeignKey("parcels.Parcel", on_delete=models.PROTECT, related_name="bills")
+    issued_on = models.DateField()
+    snapshot = models.JSONField()
+    batch = models.ForeignKey("BillBatch", on_delete=models.PROTECT, null=True, blank=True, related_name="bills")
+    issued_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    issued_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["number"]
+        constraints = [
+            # one bill per charge in a batch, so a restarted batch never bills twice
+            models.UniqueConstraint(fields=["batch", "charge"], condition=Q(batch__isnull=False), name="one_bill_per_charge_in_batch"),
+        ]
+        triggers = APPEND_ONLY
+
+
+class BillBatch(models.Model):
+    """Bulk printing of a semester's bills (or a filtered set), made by a background job in merged
+    PDF parts of at most a few hundred pages; restartable without duplicating work."""
+
+    fiscal_year = models.ForeignKey("levy.FiscalYear", on_delete=models.PROTECT, related_name="+")
+    number = models.PositiveSmallIntegerField()  # installment 1 (July) or 2 (January)
+    filters = models.JSONField(default=dict, blank=True)
+    job = models.ForeignKey("parcels.Job", on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+
+class BillBatchPart(models.Model):
+    """One merged PDF of a batch (bills ``first``..``last`` in number order)."""
+
+    batch = models.ForeignKey(BillBatch, on_delete=models.CASCADE, related_name="parts")
+    index = models.PositiveIntegerField()
+    pdf = models.FileField(upload_to="bill-batches/%Y/")
+    pages = models.PositiveIntegerField()
+
+    class Meta:
+        ordering = ["index"]
+        constraints = [models.UniqueConstraint(fields=["batch", "index"], name="one_part_per_index")]
+
+
+class IssuedDocument(models.Model):
+    """The stored bytes of every issued PDF (receipt, bill, debt certificate), written once and
+    served as stored: never regenerated from live data (WeasyPrint versions render differently).
+    ``verification_code`` is signed (``billing.documents``) so it cannot be guessed; the public
+    verification page looks documents up by it."""
+
+    class Kind(models.TextChoices):
+        RECEIPT = "receipt", _("Recibo contributivo")
+        BILL = "bill", _("Aviso de contribución")
+        CERTIFICATE = "certificate", _("Certificación de deuda")
+
+    kind = models.CharField(max_length=12, choices=Kind.choices)
+    number = models.CharField(max_length=32)
+    parcel = models.ForeignKey("parcels.Parcel", on_delete=models.PROTECT, related_name="documents")
+    receipt = models.OneToOneField(Receipt, on_delete=models.PROTECT, null=True, blank=True, related_name="document")
+    bill = models.OneToOneField(Bill, on_delete=models.PROTECT, null=True, blank=True, related_name="document")
+    certificate = models.OneToOneField(DebtCertificate, on_delete=models.PROTECT, null=True, blank=True, related_name="document")
+    verification_code = models.CharField(max_length=80, unique=True)
+    pdf = models.BinaryField()
+    sha256 = models.CharField(max_length=64)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["kind", "number"], name="one_document_per_number"),
+            models.CheckConstraint(
+                condition=(Q(kind="receipt") & Q(receipt__isnull=False)) | (Q(kind="bill") & Q(bill__isnull=False))
+                | (Q(kind="certificate") & Q(certificate__isnull=False)),
+                name="document_points_at_its_source",
+            ),
+        ]
+        triggers = APPEND_ONLY
