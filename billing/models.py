@@ -238,6 +238,7 @@ class LedgerEntry(models.Model):
         VOID = "void", _("Anulación de pago")
         SURCHARGE_VOID = "surcharge_void", _("Recargo revertido")
         REFUND = "refund", _("Reembolso")
+        CORRECTION = "correction", _("Corrección a favor")
 
     parcel = models.ForeignKey("parcels.Parcel", on_delete=models.PROTECT, related_name="ledger")
     entry_date = models.DateField()

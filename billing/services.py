@@ -131,6 +131,28 @@ def installments_issue(*, acting_user: Any, levy: Levy) -> int:
     return len(rows)
 
 
+@transaction.atomic
+def correction_post(*, acting_user: Any, correction: Any) -> None:
+    """¶9, ¶11: a supplementary roll entry on the parcel's account. More owed is a charge of its
+    own (due on the correction's date, with the ¶12 surcharge if left unpaid); less owed is a
+    credit on that date, applied like a payment to the oldest balance."""
+    line = correction.roll_line
+    net = correction.net_delta.amount
+    description = f"Corrección {line.levy.fiscal_year.label}: {correction.reason[:120]}"
+    if net > 0:
+        due, last_day = due_and_last_day(due=correction.due_date)
+        charge = Charge.objects.create(
+            parcel_id=line.parcel_id, kind=Charge.Kind.CORRECTION, fiscal_year=line.levy.fiscal_year, roll_line=line,
+            correction=correction, description=description, principal=net, due_date=due, last_day_to_pay=last_day,
+            created_by=acting_user,
+        )
+        LedgerEntry.objects.create(parcel_id=line.parcel_id, entry_date=due, kind=LedgerEntry.Kind.CHARGE, debit=net,
+                                   charge=charge, description=description, created_by=acting_user)
+    elif net < 0:
+        LedgerEntry.objects.create(parcel_id=line.parcel_id, entry_date=correction.due_date, kind=LedgerEntry.Kind.CORRECTION,
+                                   credit=-net, description=description, created_by=acting_user)
+
+
 # --- The account ------------------------------------------------------------------------------
 
 
@@ -157,6 +179,14 @@ def account_state(*, parcel: Parcel, as_of: date, extra_payment: rules.PaymentIn
         for pk, paid_on, amount in Payment.objects.filter(parcel=parcel, paid_on__lte=as_of)
         .exclude(void__voided_on__lte=as_of)
         .values_list("pk", "paid_on", "amount")
+    ]
+    # Corrections that lower what is owed are credits on their date, applied like payments.
+    from levy.models import RollCorrection
+
+    payments += [
+        rules.PaymentInput(key=f"K{pk:012d}", paid_on=on, amount=-net)
+        for pk, on, net in RollCorrection.objects.filter(roll_line__parcel=parcel, due_date__lte=as_of, net_delta__lt=0)
+        .values_list("pk", "due_date", "net_delta")
     ]
     if extra_payment is not None:
         payments.append(extra_payment)

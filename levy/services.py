@@ -277,10 +277,15 @@ def roll_correction_create(
         raise LevyError(_("Una corrección requiere una razón."))
     om_delta = Decimal(str(om_charge_delta)).quantize(rules.CENT)
     credit = Decimal(str(credit_delta)).quantize(rules.CENT)
+    if om_delta == 0 and credit == 0:
+        raise LevyError(_("Una corrección debe cambiar el cargo o el crédito."))
     correction = RollCorrection(
         roll_line=roll_line, om_charge_delta=om_delta, credit_delta=credit, net_delta=om_delta - credit,
         reason=reason.strip(), due_date=due_date, created_by=acting_user,
     )
     correction.full_clean()
     correction.save()
+    from billing.services import correction_post  # billed and reconciled as its own charge
+
+    correction_post(acting_user=acting_user, correction=correction)
     return correction

@@ -50,6 +50,12 @@ class Command(BaseCommand):
         add("certify", "certify the year's estimates (Authority staff)")
         add("compute", "compute the draft levy and roll (Hacienda)")
         add("finalize", "finalize the roll (Hacienda; not the certifier)")
+        correct = add("correct", "a supplementary entry on a finalized roll line (Hacienda)")
+        correct.add_argument("--parcel", required=True)
+        correct.add_argument("--om-charge-delta", default="0", help="change in the O&M charge (may be negative)")
+        correct.add_argument("--credit-delta", default="0", help="change in the water-right credit (may be negative)")
+        correct.add_argument("--reason", required=True)
+        correct.add_argument("--due", required=True, help="its own due date, YYYY-MM-DD")
         show = add("show", "print the levy", user=False)
         show.add_argument("--format", choices=["json", "text"], default="text")
         export = add("export", "print the roll", user=False)
@@ -95,6 +101,29 @@ class Command(BaseCommand):
         levy = services.roll_finalize(acting_user=self.user(options), fiscal_year=fiscal_year)
         late = " (late: after July 1, ¶11)" if levy.finalized_late else ""
         self.stdout.write(f"roll for {fiscal_year} finalized on {levy.finalized_on.isoformat()} by {levy.finalized_by.username}{late}")
+
+    def do_correct(self, fiscal_year: str, options: dict) -> None:
+        from datetime import date
+
+        from levy.models import RollLine
+
+        year = services.fiscal_year_get(fiscal_year)
+        levy = services.final_levy(year)
+        if levy is None:
+            raise CommandError(f"the roll of {fiscal_year} is not finalized")
+        line = RollLine.objects.filter(levy=levy, parcel_code=options["parcel"]).first()
+        if line is None:
+            raise CommandError(f"parcel {options['parcel']!r} is not on the {fiscal_year} roll")
+        try:
+            due = date.fromisoformat(options["due"])
+            deltas = [Decimal(options["om_charge_delta"]), Decimal(options["credit_delta"])]
+        except (ValueError, InvalidOperation):
+            raise CommandError("bad --due date or amount") from None
+        correction = services.roll_correction_create(
+            acting_user=self.user(options), roll_line=line, om_charge_delta=deltas[0], credit_delta=deltas[1],
+            reason=options["reason"], due_date=due,
+        )
+        self.stdout.write(f"correction {correction.pk} on {line.parcel_code}: net {correction.net_delta.amount} due {due.isoformat()}")
 
     def levy(self, fiscal_year: str) -> Levy:
         year = services.fiscal_year_get(fiscal_year)
