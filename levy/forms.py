@@ -138,3 +138,15 @@ class WhatIfForm(EstimateForm):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, replacing=False, **kwargs)
+
+
+class CorrectionForm(forms.Form):
+    """A supplementary entry on a finalized roll line (¶9, ¶11)."""
+
+    parcel_id = forms.CharField(label=_("Número de catastro"), max_length=40)
+    om_charge_delta = forms.DecimalField(label=_("Cambio en el cargo de O&M (¶9)"), max_digits=14, decimal_places=2, initial=0,
+                                         help_text=_("Positivo si se debe más; negativo si se debe menos."))
+    credit_delta = forms.DecimalField(label=_("Cambio en el crédito por derechos de agua cedidos (¶7)"), max_digits=14,
+                                      decimal_places=2, initial=0)
+    reason = forms.CharField(label=_("Razón"), widget=forms.Textarea(attrs={"rows": 2}))
+    due_date = forms.DateField(label=_("Vence"), widget=forms.DateInput(attrs={"type": "date"}, format="%Y-%m-%d"))

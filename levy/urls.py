@@ -30,4 +30,5 @@ urlpatterns = [
     path("<fiscal_year:year>/finalizar/", views.finalize, name="finalize"),
     path("<fiscal_year:year>/padron/", views.roll, name="roll"),
     path("<fiscal_year:year>/simulacion/", views.whatif, name="whatif"),
+    path("<fiscal_year:year>/correcciones/", views.corrections, name="corrections"),
 ]

@@ -27,8 +27,8 @@ from parcels.roles import AUDITOR, AUTHORITY, HACIENDA, STAFF_ROLES, has_role, r
 from . import charts, rules, selectors, services
 from .exports import ROLL_COLUMNS, levy_summary, roll_rows, safe_cell
 from .filters import REASON_SHORT
-from .forms import EstimateForm, FiscalYearForm, WhatIfForm
-from .models import Estimate, FiscalYear, LegalParameterSet, Levy, RollLine
+from .forms import CorrectionForm, EstimateForm, FiscalYearForm, WhatIfForm
+from .models import Estimate, FiscalYear, LegalParameterSet, Levy, RollCorrection, RollLine
 from .tasks import LEVY_COMPUTE
 
 YEAR_READERS = (AUTHORITY, HACIENDA, AUDITOR)
@@ -557,3 +557,38 @@ def parameters(request: HttpRequest) -> HttpResponse:
             rows.append((field.verbose_name, display, field.name))
         shown.append({"set": parameter_set, "rows": rows, "in_force": parameter_set == in_force})
     return render(request, "levy/parameters.html", {"sets": shown, "today": today})
+
+
+@role_required(HACIENDA, AUDITOR)
+def corrections(request: HttpRequest, year: str) -> HttpResponse:
+    """Supplementary entries on the finalized roll: each references its line, with a reason and its
+    own due date, and is billed and reconciled apart from the original roll (¶9, ¶11)."""
+    fiscal_year = _year_or_404(year)
+    levy = services.final_levy(fiscal_year)
+    form = CorrectionForm(request.POST or None)
+    if request.method == "POST":
+        if not has_role(request.user, HACIENDA):
+            raise PermissionDenied
+        if levy is None:
+            form.add_error(None, _("El padrón de este año no está finalizado."))
+        elif form.is_valid():
+            line = RollLine.objects.filter(levy=levy, parcel_code=form.cleaned_data["parcel_id"]).first()
+            if line is None:
+                form.add_error("parcel_id", _("Ese predio no está en el padrón de %(y)s.") % {"y": fiscal_year.label})
+            else:
+                try:
+                    services.roll_correction_create(
+                        acting_user=request.user, roll_line=line, om_charge_delta=form.cleaned_data["om_charge_delta"],
+                        credit_delta=form.cleaned_data["credit_delta"], reason=form.cleaned_data["reason"],
+                        due_date=form.cleaned_data["due_date"],
+                    )
+                except services.LevyError as exc:
+                    form.add_error(None, str(exc))
+                else:
+                    messages.success(request, _("Corrección registrada y cargada a la cuenta del predio."))
+                    return redirect("levy:corrections", year=fiscal_year.label)
+    entries = (
+        RollCorrection.objects.filter(roll_line__levy=levy).select_related("roll_line", "created_by").order_by("-created_at")
+        if levy else RollCorrection.objects.none()
+    )
+    return render(request, "levy/corrections.html", {"form": form, "levy": levy, "label": fiscal_year.label, "entries": entries})

@@ -203,3 +203,21 @@ def test_database_refuses_changes_to_a_finalized_roll(example_1, officers):
     with pytest.raises(DatabaseError), transaction.atomic():
         RollLine.objects.create(**{**{f.attname: getattr(line, f.attname) for f in RollLine._meta.fields if f.attname != "id"}})
     assert Levy.objects.get(pk=levy.pk).status == "final"
+
+
+@pytest.mark.django_db
+def test_correction_page(client, example_1, officers):
+    from django.urls import reverse
+
+    _certified(officers)
+    levy_compute(acting_user=officers["hacienda"], fiscal_year="2026-2027")
+    roll_finalize(acting_user=officers["hacienda_certifier"], fiscal_year="2026-2027", today=date(2026, 6, 30))
+    url = reverse("levy:corrections", args=["2026-2027"])
+    client.force_login(officers["authority"])
+    assert client.get(url).status_code == 403
+    client.force_login(officers["hacienda"])
+    bad = client.post(url, {"parcel_id": "NOPE", "om_charge_delta": "10", "credit_delta": "0", "reason": "x", "due_date": "2026-12-01"})
+    assert "NOPE" in bad.content.decode() or "padrón" in bad.content.decode()
+    response = client.post(url, {"parcel_id": "P3", "om_charge_delta": "10.00", "credit_delta": "0", "reason": "Área", "due_date": "2026-12-01"})
+    assert response.status_code == 302
+    assert "$10.00" in client.get(url).content.decode()
