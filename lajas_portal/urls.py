@@ -12,5 +12,6 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("contribucion/", include("levy.urls")),
     path("colecturia/", include("billing.urls")),
+    path("cobros/", include("billing.hacienda_urls")),
     path("", include("parcels.urls")),
 ]

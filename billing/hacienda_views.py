@@ -1,0 +1,339 @@
+"""Hacienda's and the Authority's collection pages (namespace ``collections``): the delinquent list
+(¶12), the seizure procedure (¶14), debt certificates (¶11), the collection dashboard with the
+¶1(2)/¶2 split, water sold before the levy starts (¶8, sec. 374a) and office closures (¶12).
+
+Views bind a form, call one service, then redirect or render. Landowners never reach these pages.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from datetime import date
+from decimal import Decimal
+from typing import Any
+
+from django.contrib import messages
+from django.core.exceptions import ValidationError
+from django.core.paginator import Paginator
+from django.db import transaction
+from django.db.models import Prefetch
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.utils import timezone
+from django.utils.translation import gettext as _
+from django.views.decorators.http import require_POST
+
+from levy.exports import safe_cell
+from parcels.models import Parcel
+from parcels.roles import AUDITOR, AUTHORITY, COLLECTOR, HACIENDA, SUPERVISOR, role_required
+
+from . import charts, services
+from .hacienda_forms import (
+    SORTS,
+    CertificateForm,
+    DelinquentFilterForm,
+    OfficeClosureForm,
+    SeizureStepForm,
+    WaterBillForm,
+    WaterDeliveryForm,
+    WaterImportForm,
+)
+from .models import DebtCertificate, OfficeClosure, SeizureCase, SeizureStep, WaterDelivery
+from .pdf import render_certificate
+
+DELINQUENT_READERS = (HACIENDA, AUDITOR)
+SEIZURE_USERS = (HACIENDA,)
+CERTIFICATE_USERS = (HACIENDA, COLLECTOR, SUPERVISOR)  # who ``services.certificate_issue`` accepts
+DASHBOARD_READERS = (HACIENDA, AUDITOR, AUTHORITY)  # the Authority reads the ¶1(2)/¶2 split of its funds
+WATER_USERS = (AUTHORITY,)
+CLOSURE_USERS = (HACIENDA,)
+
+PAGE_SIZE = 50
+RECENT_DELIVERIES = 50
+ZERO = Decimal("0.00")  # dollars
+STEP_ORDER = (SeizureStep.Kind.NOTICE, SeizureStep.Kind.CERTIFICATE, SeizureStep.Kind.AUCTION)
+DELINQUENT_COLUMNS = ("parcel_id", "owner_name", "fiscal_year", "number", "last_day_to_pay", "days_late",
+                      "principal", "surcharge", "paid", "balance")
+
+
+def _pdf_response(data: bytes, filename: str) -> HttpResponse:
+    response = HttpResponse(data, content_type="application/pdf")
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    response["X-Content-Type-Options"] = "nosniff"
+    return response
+
+
+# ---------------------------------------------------------------------------------------------
+# 1. The delinquent list (¶12)
+# ---------------------------------------------------------------------------------------------
+
+
+def _sorted(items: list[services.DelinquentCharge], order: str) -> list[services.DelinquentCharge]:
+    """The service lists oldest first; the page may sort by days late or balance (either way)."""
+    if order.lstrip("-") == "days_late":
+        return sorted(items, key=lambda item: (item.days_late, item.parcel.parcel_id), reverse=order.startswith("-"))
+    if order.lstrip("-") == "balance":
+        return sorted(items, key=lambda item: (item.state.balance, item.parcel.parcel_id), reverse=order.startswith("-"))
+    return items
+
+
+def _delinquent_csv(items: list[services.DelinquentCharge], as_of: date) -> HttpResponse:
+    """The same columns as ``manage.py billing delinquent``; text cells through ``safe_cell``."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(DELINQUENT_COLUMNS)
+    for item in items:
+        writer.writerow([
+            safe_cell(item.parcel.parcel_id), safe_cell(item.parcel.owner.name), item.charge.fiscal_year.label,
+            item.charge.number or "", item.state.last_day.isoformat(), item.days_late, item.state.principal,
+            item.state.surcharge, item.state.paid, item.state.balance,
+        ])
+    response = HttpResponse(buffer.getvalue(), content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="morosos-{as_of.isoformat()}.csv"'
+    return response
+
+
+@role_required(*DELINQUENT_READERS)
+def delinquent(request: HttpRequest) -> HttpResponse:
+    today = timezone.localdate()
+    query = request.GET.copy()
+    if not query.get("as_of"):
+        query["as_of"] = today.isoformat()  # the list is as of today unless a date is asked for
+    form = DelinquentFilterForm(query)
+    valid = form.is_valid()
+    data: dict[str, Any] = form.cleaned_data if valid else {}
+    as_of = data.get("as_of") or today
+    items: list[services.DelinquentCharge] = []
+    if valid:
+        items = services.delinquent_charges(
+            as_of=as_of, fiscal_year=data.get("fiscal_year") or "", number=data.get("semester"),
+            min_balance=data.get("min_balance"), min_days_late=data.get("min_days_late") or 0,
+        )
+        items = _sorted(items, data.get("o") or "")
+        if request.GET.get("format") == "csv":
+            return _delinquent_csv(items, as_of)
+    totals = {
+        "principal": sum((item.state.principal for item in items), ZERO),
+        "surcharge": sum((item.state.surcharge for item in items), ZERO),
+        "paid": sum((item.state.paid for item in items), ZERO),
+        "balance": sum((item.state.balance for item in items), ZERO),
+        "parcels": len({item.parcel.pk for item in items}),
+    }
+    page = Paginator(items, PAGE_SIZE).get_page(request.GET.get("page"))
+    csv_query = request.GET.copy()
+    csv_query.pop("page", None)
+    csv_query["format"] = "csv"
+    return render(request, "billing/hacienda/delinquent.html", {
+        "form": form, "valid": valid, "as_of": as_of, "today": today, "page": page, "totals": totals,
+        "count": len(items), "csv_query": csv_query.urlencode(), "sorts": SORTS,
+    })
+
+
+# ---------------------------------------------------------------------------------------------
+# 2. The seizure procedure (¶14)
+# ---------------------------------------------------------------------------------------------
+
+
+def _debt_lines(data: dict[str, Any]) -> list[dict[str, Any]]:
+    """The charges of ``services.statement`` that still owe something, with dates and Decimals."""
+    lines = []
+    for item in data["installments"] + data["other_charges"]:
+        balance = Decimal(item["balance"])
+        if balance <= 0:
+            continue
+        lines.append({
+            "description": item["description"], "due_date": date.fromisoformat(item["due_date"]),
+            "last_day_to_pay": date.fromisoformat(item["last_day_to_pay"]), "principal": Decimal(item["principal"]),
+            "surcharge": Decimal(item["surcharge"]), "surcharge_basis": item["surcharge_basis"], "paid": Decimal(item["paid"]),
+            "balance": balance,
+        })
+    return lines
+
+
+def _next_step(cases: list[SeizureCase]) -> tuple[str | None, SeizureStep | None]:
+    """The step the page offers (a notice when no case is open, else the one after the last) and
+    the open case's notice, whose 30-day term the certificate waits for."""
+    open_case = next((case for case in cases if case.status == SeizureCase.Status.OPEN), None)
+    if open_case is None:
+        return SeizureStep.Kind.NOTICE, None
+    steps = list(open_case.steps.all())
+    notice = next((step for step in steps if step.kind == SeizureStep.Kind.NOTICE), None)
+    return (STEP_ORDER[len(steps)] if len(steps) < len(STEP_ORDER) else None), notice
+
+
+@role_required(*SEIZURE_USERS)
+def seizure(request: HttpRequest, pk: int) -> HttpResponse:
+    parcel = get_object_or_404(Parcel.objects.select_related("owner"), pk=pk)
+    form = SeizureStepForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            step = services.seizure_step_issue(acting_user=request.user, parcel=parcel, kind=form.cleaned_data["kind"])
+        except services.BillingError as exc:
+            form.add_error(None, str(exc))
+        else:
+            messages.success(request, _("%(k)s %(n)s emitida.") % {"k": step.get_kind_display(), "n": step.number})
+            return redirect("collections:seizure", pk=parcel.pk)
+    today = timezone.localdate()
+    steps = SeizureStep.objects.select_related("issued_by").defer("pdf", "debt")
+    cases = list(SeizureCase.objects.filter(parcel=parcel).select_related("opened_by")
+                 .prefetch_related(Prefetch("steps", queryset=steps)).order_by("-opened_at", "-id"))
+    debt = services.statement(parcel=parcel, as_of=today)
+    next_kind, notice = _next_step(cases)
+    return render(request, "billing/hacienda/seizure.html", {
+        "parcel": parcel, "today": today, "cases": cases, "lines": _debt_lines(debt), "total_due": Decimal(debt["total_due"]),
+        "form": form, "next_kind": next_kind, "next_label": SeizureStep.Kind(next_kind).label if next_kind else "",
+        "notice": notice,
+    })
+
+
+@role_required(*SEIZURE_USERS)
+def seizure_pdf(request: HttpRequest, pk: int) -> HttpResponse:
+    """The stored bytes of an issued step, exactly as issued (never rendered again)."""
+    step = get_object_or_404(SeizureStep.objects.only("number", "pdf"), pk=pk)
+    return _pdf_response(bytes(step.pdf), f"{step.number}.pdf")
+
+
+# ---------------------------------------------------------------------------------------------
+# 3. Debt certificates (¶11)
+# ---------------------------------------------------------------------------------------------
+
+
+@role_required(*CERTIFICATE_USERS)
+def certificates(request: HttpRequest, pk: int) -> HttpResponse:
+    parcel = get_object_or_404(Parcel.objects.select_related("owner"), pk=pk)
+    today = timezone.localdate()
+    form = CertificateForm(request.POST or None, initial={"as_of": today})
+    if request.method == "POST" and form.is_valid():
+        try:
+            certificate = services.certificate_issue(acting_user=request.user, parcel=parcel, as_of=form.cleaned_data["as_of"])
+        except services.BillingError as exc:
+            form.add_error(None, str(exc))
+        else:
+            messages.success(request, _("Certificación de deuda %(n)s emitida.") % {"n": certificate.number})
+            return redirect("collections:certificates", pk=parcel.pk)
+    issued = DebtCertificate.objects.filter(parcel=parcel).select_related("issued_by", "supersedes", "superseded_by")
+    return render(request, "billing/hacienda/certificates.html", {
+        "parcel": parcel, "form": form, "certificates": issued, "today": today,
+    })
+
+
+@role_required(*CERTIFICATE_USERS)
+def certificate_pdf(request: HttpRequest, pk: int) -> HttpResponse:
+    """Rendered from the certificate's immutable snapshot (the data never changes; storing the
+    bytes like the seizure steps would also pin the WeasyPrint output)."""
+    certificate = get_object_or_404(DebtCertificate.objects.select_related("supersedes"), pk=pk)
+    return _pdf_response(render_certificate(certificate=certificate), f"{certificate.number}.pdf")
+
+
+# ---------------------------------------------------------------------------------------------
+# 4. The collection dashboard
+# ---------------------------------------------------------------------------------------------
+
+
+@role_required(*DASHBOARD_READERS)
+def dashboard(request: HttpRequest) -> HttpResponse:
+    data = charts.dashboard(as_of=timezone.localdate())
+    return render(request, "billing/hacienda/dashboard.html", {
+        "data": data, "chart": charts.bar_chart(data.rows), "chart_desc": charts.chart_description(data.rows),
+    })
+
+
+# ---------------------------------------------------------------------------------------------
+# 5. Water before the levy starts (¶8, sec. 374a)
+# ---------------------------------------------------------------------------------------------
+
+
+def _water_page(request: HttpRequest, *, delivery_form: WaterDeliveryForm | None = None,
+                import_form: WaterImportForm | None = None, import_errors: list[str] | None = None,
+                bill_form: WaterBillForm | None = None) -> HttpResponse:
+    today = timezone.localdate()
+    last_month = date(today.year - (today.month == 1), (today.month - 2) % 12 + 1, 1)
+    deliveries = WaterDelivery.objects.select_related("parcel", "charge", "recorded_by").order_by("-delivered_on", "-id")
+    return render(request, "billing/hacienda/water.html", {
+        "delivery_form": delivery_form or WaterDeliveryForm(initial={"delivered_on": today}),
+        "import_form": import_form or WaterImportForm(), "import_errors": import_errors or [],
+        "bill_form": bill_form or WaterBillForm(initial={"month": last_month.strftime("%Y-%m")}),
+        "deliveries": deliveries[:RECENT_DELIVERIES],
+    })
+
+
+@role_required(*WATER_USERS)
+def water(request: HttpRequest) -> HttpResponse:
+    form = WaterDeliveryForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        try:
+            delivery = services.water_delivery_record(
+                acting_user=request.user, parcel=data["parcel_id"], delivered_on=data["delivered_on"], acre_feet=data["acre_feet"],
+            )
+        except services.BillingError as exc:
+            form.add_error(None, str(exc))
+        else:
+            messages.success(request, _("Entrega registrada: %(p)s, %(f)s acres-pie a $%(r)s = $%(a)s.") % {
+                "p": delivery.parcel.parcel_id, "f": delivery.acre_feet, "r": delivery.rate, "a": f"{delivery.amount:,.2f}"})
+            return redirect("collections:water")
+    return _water_page(request, delivery_form=form if request.method == "POST" else None)
+
+
+@role_required(*WATER_USERS)
+@require_POST
+def water_import(request: HttpRequest) -> HttpResponse:
+    form = WaterImportForm(request.POST, request.FILES)
+    errors: list[str] = []
+    if form.is_valid():
+        count, errors = services.water_deliveries_import(acting_user=request.user, data=form.cleaned_data["file"])
+        if not errors:
+            messages.success(request, _("%(n)s entregas registradas.") % {"n": count})
+            return redirect("collections:water")
+    return _water_page(request, import_form=form, import_errors=[str(error) for error in errors])
+
+
+@role_required(*WATER_USERS)
+@require_POST
+def water_bill(request: HttpRequest) -> HttpResponse:
+    form = WaterBillForm(request.POST)
+    if form.is_valid():
+        year, month = form.cleaned_data["month"]
+        try:
+            count = services.water_charges_issue(acting_user=request.user, year=year, month=month)
+        except services.BillingError as exc:
+            form.add_error(None, str(exc))
+        else:
+            if count:
+                messages.success(request, _("%(n)s cargos de agua emitidos para %(m)02d/%(y)s.") % {"n": count, "m": month, "y": year})
+            else:
+                messages.info(request, _("No hay entregas sin facturar en %(m)02d/%(y)s.") % {"m": month, "y": year})
+            return redirect("collections:water")
+    return _water_page(request, bill_form=form)
+
+
+# ---------------------------------------------------------------------------------------------
+# 6. Office closures (¶12)
+# ---------------------------------------------------------------------------------------------
+
+
+@transaction.atomic
+def _office_closure_add(*, acting_user: Any, day: date, reason: str) -> OfficeClosure:
+    """A day the offices were closed. It belongs in ``billing.services`` (one write path per
+    entity); it lives here until that module grows an ``office_closure_add``."""
+    closure = OfficeClosure(day=day, reason=reason.strip(), created_by=acting_user)
+    closure.full_clean()
+    closure.save()
+    return closure
+
+
+@role_required(*CLOSURE_USERS)
+def closures(request: HttpRequest) -> HttpResponse:
+    form = OfficeClosureForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            closure = _office_closure_add(acting_user=request.user, day=form.cleaned_data["day"], reason=form.cleaned_data["reason"])
+        except ValidationError as exc:
+            form.add_error(None, exc)
+        else:
+            messages.success(request, _("Cierre del %(d)s registrado.") % {"d": closure.day.strftime("%d/%m/%Y")})
+            return redirect("collections:closures")
+    return render(request, "billing/hacienda/closures.html", {
+        "form": form, "closures": OfficeClosure.objects.select_related("created_by").order_by("-day"),
+    })
