@@ -122,7 +122,13 @@ def last_day_to_pay(*, due: date, closed_days: frozenset[date], params: Delinque
     when ``params.saturdays_move`` is set. 2026-07-01 + 60 days is Sunday 2026-08-30, so the last
     day to pay is Monday 2026-08-31.
     """
-    day = due + timedelta(days=params.grace_days)
+    return next_open_day(day=due + timedelta(days=params.grace_days), closed_days=closed_days, params=params)
+
+
+def next_open_day(*, day: date, closed_days: frozenset[date], params: DelinquencyParameters) -> date:
+    """¶12: ``day`` itself, or the first later day that is not a Sunday nor a closed day (nor a
+    Saturday when ``params.saturdays_move``). Moving an issued last day to pay through this when
+    an office closure is recorded later only ever moves it forward."""
     while day.weekday() == SUNDAY or day in closed_days or (params.saturdays_move and day.weekday() == SATURDAY):
         day += timedelta(days=1)
     return day

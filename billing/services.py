@@ -12,8 +12,8 @@ from datetime import date, timedelta
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+from django.core.exceptions import ValidationError
 from django.db import connection, transaction
-from django.db.models import Q
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
@@ -173,30 +173,50 @@ class Account:
 
 def account_state(*, parcel: Parcel, as_of: date, extra_payment: rules.PaymentInput | None = None) -> Account:
     """¶12, ¶13: the parcel's account replayed to ``as_of`` (voids dated after ``as_of`` do not count yet)."""
-    charges = {charge_key(c.pk): c for c in Charge.objects.filter(parcel=parcel).select_related("fiscal_year", "roll_line")}
-    payments = [
-        rules.PaymentInput(key=payment_key(pk), paid_on=paid_on, amount=amount)
-        for pk, paid_on, amount in Payment.objects.filter(parcel=parcel, paid_on__lte=as_of)
-        .exclude(void__voided_on__lte=as_of)
-        .values_list("pk", "paid_on", "amount")
-    ]
+    return account_states(parcels=[parcel], as_of=as_of, extra_payment=extra_payment)[parcel.pk]
+
+
+def account_states(
+    *, parcels: Iterable[Parcel], as_of: date, extra_payment: rules.PaymentInput | None = None,
+) -> dict[int, Account]:
+    """Replay many accounts at once: three queries for all of them, then the pure rules per parcel.
+
+    An office closure recorded after a charge was issued still moves that charge's last day to pay
+    forward (never back): the stored day is rolled past the closed days known now."""
+    parcels = {parcel.pk: parcel for parcel in parcels}
+    params = delinquency_parameters(as_of)
+    charges: dict[int, dict[str, Charge]] = {pk: {} for pk in parcels}
+    for charge in Charge.objects.filter(parcel_id__in=parcels).select_related("fiscal_year", "roll_line"):
+        charges[charge.parcel_id][charge_key(charge.pk)] = charge
+    payments: dict[int, list[rules.PaymentInput]] = {pk: [] for pk in parcels}
+    for pk, parcel_id, paid_on, amount in (
+        Payment.objects.filter(parcel_id__in=parcels, paid_on__lte=as_of).exclude(void__voided_on__lte=as_of)
+        .values_list("pk", "parcel_id", "paid_on", "amount")
+    ):
+        payments[parcel_id].append(rules.PaymentInput(key=payment_key(pk), paid_on=paid_on, amount=amount))
     # Corrections that lower what is owed are credits on their date, applied like payments.
     from levy.models import RollCorrection
 
-    payments += [
-        rules.PaymentInput(key=f"K{pk:012d}", paid_on=on, amount=-net)
-        for pk, on, net in RollCorrection.objects.filter(roll_line__parcel=parcel, due_date__lte=as_of, net_delta__lt=0)
-        .values_list("pk", "due_date", "net_delta")
-    ]
+    for pk, parcel_id, on, net in RollCorrection.objects.filter(
+        roll_line__parcel_id__in=parcels, due_date__lte=as_of, net_delta__lt=0
+    ).values_list("pk", "roll_line__parcel_id", "due_date", "net_delta"):
+        payments[parcel_id].append(rules.PaymentInput(key=f"K{pk:012d}", paid_on=on, amount=-net))
     if extra_payment is not None:
-        payments.append(extra_payment)
-    inputs = [
-        rules.ChargeInput(key=key, principal=c.principal.amount, due=c.due_date, last_day=c.last_day_to_pay,
-                          accrues_surcharge=c.accrues_surcharge)
-        for key, c in charges.items()
-    ]
-    state = rules.account_state(charges=inputs, payments=payments, as_of=as_of, params=delinquency_parameters(as_of))
-    return Account(parcel=parcel, state=state, charges=charges)
+        for found in payments.values():
+            found.append(extra_payment)
+    years = {c.last_day_to_pay.year for found in charges.values() for c in found.values()}
+    closed = closed_days(years | {year + 1 for year in years}) if years else frozenset()
+    accounts = {}
+    for pk, parcel in parcels.items():
+        inputs = [
+            rules.ChargeInput(key=key, principal=c.principal.amount, due=c.due_date,
+                              last_day=rules.next_open_day(day=c.last_day_to_pay, closed_days=closed, params=params),
+                              accrues_surcharge=c.accrues_surcharge)
+            for key, c in charges[pk].items()
+        ]
+        state = rules.account_state(charges=inputs, payments=payments[pk], as_of=as_of, params=params)
+        accounts[pk] = Account(parcel=parcel, state=state, charges=charges[pk])
+    return accounts
 
 
 def surcharge_explanation(charge_state: rules.ChargeState, rate: Decimal) -> str:
@@ -281,9 +301,7 @@ def office_for(user: Any, code: str | None) -> Office:
     offices = list(Office.objects.all()[:2])
     if len(offices) == 1:  # a district with one colecturía needs no assignments
         return offices[0]
-    if assignment is None:
-        raise BillingError(_("El usuario %(u)s no está asignado a una colecturía.") % {"u": user.username})
-    return assignment.office
+    raise BillingError(_("El usuario %(u)s no está asignado a una colecturía.") % {"u": user.username})
 
 
 @transaction.atomic
@@ -389,7 +407,11 @@ def _receipt_issue(*, payment: Payment, office: Office, account: Account, applic
         "total_due_after": str(account.state.total_due),
         "total_balance_after": str(account.state.total_balance),
     }
-    return Receipt.objects.create(office=office, fiscal_year=fiscal_year, number=series.last_number, payment=payment, snapshot=snapshot)
+    receipt = Receipt.objects.create(office=office, fiscal_year=fiscal_year, number=series.last_number, payment=payment, snapshot=snapshot)
+    from . import documents
+
+    documents.receipt_document_store(receipt)  # ¶9: the PDF, rendered once and stored in this transaction
+    return receipt
 
 
 @transaction.atomic
@@ -428,7 +450,7 @@ def ledger_balance(parcel: Parcel) -> Decimal:
 
 
 def parcel_by_code(code: str) -> Parcel:
-    parcel = Parcel.objects.select_related("owner").filter(Q(parcel_id=code)).first()
+    parcel = Parcel.objects.select_related("owner").filter(parcel_id=code).first()
     if parcel is None:
         raise BillingError(_("Predio desconocido «%(p)s».") % {"p": code})
     return parcel
@@ -511,10 +533,14 @@ def certificate_issue(*, acting_user: Any, parcel: Parcel, as_of: date) -> DebtC
     previous = DebtCertificate.objects.filter(parcel=parcel, superseded_by__isnull=True).first()
     data = statement(parcel=parcel, as_of=as_of)
     data.update(owner_name=parcel.owner.name, owner_key=parcel.owner.owner_key)
-    return DebtCertificate.objects.create(
+    certificate = DebtCertificate.objects.create(
         number=document_number("certificate", "CD", timezone.localdate()), parcel=parcel, as_of=as_of, snapshot=data,
         supersedes=previous, issued_by=acting_user,
     )
+    from . import documents
+
+    documents.certificate_document_store(certificate)  # the PDF, rendered once and stored in this transaction
+    return certificate
 
 
 # --- Delinquency ------------------------------------------------------------------------------
@@ -548,8 +574,9 @@ def delinquent_charges(*, as_of: date, fiscal_year: str = "", number: int | None
     parcel_ids = set(charges.filter(parcel_id__in=owing).values_list("parcel_id", flat=True))
     wanted = set(charges.filter(parcel_id__in=parcel_ids).values_list("pk", flat=True))
     found: list[DelinquentCharge] = []
-    for parcel in Parcel.objects.filter(pk__in=parcel_ids).select_related("owner"):
-        account = account_state(parcel=parcel, as_of=as_of)
+    accounts = account_states(parcels=Parcel.objects.filter(pk__in=parcel_ids).select_related("owner"), as_of=as_of)
+    for account in accounts.values():
+        parcel = account.parcel
         for state in account.state.charges:
             charge = account.charges[state.key]
             if charge.pk not in wanted or state.balance <= 0:
@@ -658,6 +685,10 @@ def water_charges_issue(*, acting_user: Any, year: int, month: int) -> int:
     ¶12 surcharge: this is a sale of water, not the levy). Idempotent: billed deliveries are skipped."""
     from django.db.models import Sum
 
+    from parcels.roles import AUTHORITY
+
+    if not has_role(acting_user, AUTHORITY, HACIENDA):
+        raise BillingError(_("Solo la Autoridad o Hacienda facturan el agua."))
     first = date(year, month, 1)
     due = date(year + (month == 12), month % 12 + 1, 1)
     locked = list(WaterDelivery.objects.select_for_update().filter(
@@ -697,11 +728,16 @@ def water_deliveries_import(*, acting_user: Any, data: bytes) -> tuple[int, list
     with transaction.atomic():
         for index, row in enumerate(rows, start=2):
             try:
-                parcel = parcel_by_code(row["parcel_id"].strip())
-                day = date.fromisoformat(row["delivered_on"].strip())
-                feet = Decimal(row["acre_feet"].strip())
+                cells = {name: (row.get(name) or "").strip() for name in ("parcel_id", "delivered_on", "acre_feet")}
+                parcel = parcel_by_code(cells["parcel_id"])
+                day = date.fromisoformat(cells["delivered_on"])
+                feet = Decimal(cells["acre_feet"])
+                if not feet.is_finite() or feet != feet.quantize(Decimal("0.001")):
+                    raise BillingError(_("acres-pie inválidos «%(v)s» (a lo sumo 3 decimales)") % {"v": cells["acre_feet"]})
                 with transaction.atomic():
                     water_delivery_record(acting_user=acting_user, parcel=parcel, delivered_on=day, acre_feet=feet)
+            except ValidationError as exc:
+                errors.append(_("línea %(l)s: %(e)s") % {"l": index, "e": " ".join(exc.messages)})
             except (BillingError, ValueError, InvalidOperation, rules.BillingRuleError) as exc:
                 errors.append(_("línea %(l)s: %(e)s") % {"l": index, "e": exc})
         if errors:

@@ -72,3 +72,19 @@ def login(client):
         return client
 
     return do
+
+
+@pytest.fixture
+def seed_rows(transactional_db):
+    """Rows the data migrations create (roles, legal parameters, the Lajas office), re-created for
+    transactional tests: each one empties the tables when it ends."""
+    import importlib
+
+    from django.apps import apps
+
+    for module, function in [
+        ("parcels.migrations.0002_roles_and_owner_key_sequence", "create_roles"),
+        ("levy.migrations.0002_statute_parameters", "seed"),
+        ("billing.migrations.0002_default_office", "seed"),
+    ]:
+        getattr(importlib.import_module(module), function)(apps, None)

@@ -148,8 +148,8 @@ def race(users_and_keys, parcel, amount, expected) -> list[str]:
     return outcomes
 
 
-@pytest.mark.django_db(transaction=True, serialized_rollback=True)
-def test_two_collectors_paying_the_same_installment_at_once_record_one_payment(district_1, staff):
+@pytest.mark.django_db(transaction=True)
+def test_two_collectors_paying_the_same_installment_at_once_record_one_payment(seed_rows, district_1, staff):
     """Separate database connections released together at a barrier, repeated on every parcel."""
     for parcel_id, _gravity in EXAMPLE_1:
         parcel = Parcel.objects.get(parcel_id=parcel_id)
@@ -161,8 +161,8 @@ def test_two_collectors_paying_the_same_installment_at_once_record_one_payment(d
         assert data["total_due"] == "0.00" and data["credit_balance"] == "0.00"
 
 
-@pytest.mark.django_db(transaction=True, serialized_rollback=True)
-def test_a_double_submit_racing_itself_records_one_payment(district_1, staff):
+@pytest.mark.django_db(transaction=True)
+def test_a_double_submit_racing_itself_records_one_payment(seed_rows, district_1, staff):
     for attempt, (parcel_id, _gravity) in enumerate(EXAMPLE_1):
         parcel = Parcel.objects.get(parcel_id=parcel_id)
         key = f"same-form-{attempt}"

@@ -191,3 +191,15 @@ def billing_cmd_levy(*args: str):
         return 0, out.getvalue(), err.getvalue()
     except SystemExit as exc:
         return exc.code, out.getvalue(), err.getvalue()
+
+
+@pytest.mark.django_db
+def test_a_closure_recorded_after_issue_moves_the_last_day(district_1, staff):
+    from billing.models import OfficeClosure
+
+    assert statement("P4", "2026-09-01")["installments"][0]["surcharge"] == "34.65"  # delinquent from 09-01
+    OfficeClosure.objects.create(day=date(2026, 8, 31), reason="Huracán", created_by=staff["hacienda"])
+    moved = statement("P4", "2026-09-01")["installments"][0]
+    assert moved["last_day_to_pay"] == "2026-09-01" and moved["surcharge"] == "0.00"
+    # Labor Day (2026-09-07) is not in the way; the next day after the closure is open
+    assert statement("P4", "2026-09-02")["installments"][0]["surcharge"] == "34.65"

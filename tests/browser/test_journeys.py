@@ -1,0 +1,108 @@
+"""End-to-end journeys through the pages only, in Chromium, on a fresh database."""
+
+from __future__ import annotations
+
+from datetime import date
+from decimal import Decimal
+
+import pytest
+
+from billing.models import Charge, Payment
+from levy.models import Levy
+from parcels.models import Parcel
+from parcels.services import owner_create, parcel_create, user_create
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+PASSWORD = "Una-Clave-Muy-Larga-2026"
+GOOD_CSV = """parcel_id,owner_id,owner_name,owner_email,owner_kind,gravity_acres,pumped_acres,inclusion,water_since,credit_percent
+P1,OW-1,Carmen Irizarry Vélez,carmen@example.pr,private,100,0,permanent,2000-01-01,25
+P2,OW-1,Carmen Irizarry Vélez,carmen@example.pr,private,250,0,permanent,2000-01-01,0
+P3,OW-2,Municipio de Lajas,,public,50,0,permanent,2000-01-01,0
+P4,OW-3,Luis Toro Ramos,,private,75.5,0,permanent,2000-01-01,0
+P5,OW-3,Luis Toro Ramos,,private,24.5,0,permanent,2000-01-01,0
+"""
+BAD_CSV = GOOD_CSV.replace("P3,OW-2,Municipio de Lajas,,public,50,", "P3,OW-2,Municipio de Lajas,,public,-50,")
+
+
+def users(*roles: str) -> None:
+    for role in roles:
+        user_create(username=f"u_{role}", role=role, password=PASSWORD)
+
+
+def upload(visit, tmp_path, name: str, text: str) -> None:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    visit.go("/importar/")
+    visit.page.set_input_files("input[type=file]", str(path))
+    visit.page.click("main form button[type=submit]")
+    visit.page.wait_for_load_state()
+    visit.check()
+
+
+def test_authority_imports_parcels_and_certifies_estimates(visit, tmp_path):
+    users("authority")
+    visit.login("u_authority", PASSWORD)
+    upload(visit, tmp_path, "malo.csv", BAD_CSV)
+    text = visit.page.inner_text("main")
+    assert "rechazado" in text and "gravity_acres" in text
+    assert Parcel.objects.count() == 0
+    upload(visit, tmp_path, "bueno.csv", GOOD_CSV)
+    assert "Predios nuevos" in visit.page.inner_text("main")
+    visit.page.get_by_role("button", name="Confirmar e importar").click()
+    visit.page.wait_for_load_state()
+    visit.check()
+    assert "se aplicó" in visit.page.inner_text("main")
+    assert Parcel.objects.count() == 5
+    visit.go("/contribucion/nuevo/?year=2026-2027")
+    visit.page.fill("#id_om_estimate", "100000.00")
+    visit.page.fill("#id_reserve", "1500.00")
+    visit.page.fill("#id_surplus", "4000.00")
+    visit.page.fill("#id_misc_income", "7500.00")
+    visit.page.get_by_role("button", name="Guardar sin certificar").click()
+    visit.page.wait_for_load_state()
+    visit.check()
+    visit.page.get_by_role("button", name="Certificar al Secretario de Hacienda").click()
+    visit.page.wait_for_load_state()
+    visit.check()
+    assert "Certificado" in visit.page.inner_text("main") or "certificad" in visit.page.inner_text("main")
+
+
+def _registry_and_certified_estimates() -> None:
+    from levy.services import estimate_certify, estimate_enter
+
+    owner = owner_create(acting_user=None, name="Carmen Irizarry Vélez", owner_key="OW-1")
+    other = owner_create(acting_user=None, name="Luis Toro Ramos", owner_key="OW-3")
+    for parcel_id, gravity, who, credit in [("P1", "100", owner, "0"), ("P2", "250", owner, "0"), ("P3", "50", other, "0"),
+                                            ("P4", "75.5", other, "0"), ("P5", "24.5", other, "0")]:
+        parcel_create(acting_user=None, parcel_id=parcel_id, owner=who, area_unit="acre", gravity_area=Decimal(gravity),
+                      pumped_area=Decimal("0"), inclusion="permanent", water_since=date(2000, 1, 1), credit_percent=Decimal(credit))
+    user_create(username="u_authority", role="authority", password=PASSWORD)
+    from django.contrib.auth import get_user_model
+
+    authority = get_user_model().objects.get(username="u_authority")
+    estimate_enter(acting_user=authority, fiscal_year="2026-2027", om_estimate=Decimal("100000.00"), reserve=Decimal("1500.00"),
+                   misc_income=Decimal("7500.00"), surplus=Decimal("4000.00"))
+    estimate_certify(acting_user=authority, fiscal_year="2026-2027")
+
+
+def test_hacienda_computes_reads_the_worksheet_and_finalizes(visit):
+    _registry_and_certified_estimates()
+    users("hacienda")
+    visit.login("u_hacienda", PASSWORD)
+    visit.go("/contribucion/2026-2027/hoja/")
+    visit.page.get_by_role("button", name="Calcular el padrón borrador").click()
+    visit.page.get_by_text("calculado").first.wait_for(timeout=30000)  # the job's page hands back to the worksheet
+    visit.check()
+    text = visit.page.inner_text("main")
+    assert "$91,800.00" in text and "183.600000" in text
+    assert visit.page.locator("svg[role=img]").count() >= 1
+    visit.page.check("input[name=confirm]")
+    visit.page.get_by_role("button", name="Finalizar el padrón").click()
+    visit.page.wait_for_load_state()
+    visit.check()
+    assert Levy.objects.get().status == "final"
+    assert Charge.objects.filter(kind="installment").count() == 10
+    # a second finalize is impossible: the button is gone and the service refuses
+    visit.go("/contribucion/2026-2027/hoja/")
+    assert visit.page.get_by_role("button", name="Finalizar el padrón").count() == 0
