@@ -106,3 +106,73 @@ def test_hacienda_computes_reads_the_worksheet_and_finalizes(visit):
     # a second finalize is impossible: the button is gone and the service refuses
     visit.go("/contribucion/2026-2027/hoja/")
     assert visit.page.get_by_role("button", name="Finalizar el padrón").count() == 0
+
+
+def _finalized_district() -> None:
+    """Worked example 1, finalized on time for 2026-2027 (installments issued)."""
+    from django.contrib.auth import get_user_model
+
+    from levy.services import levy_compute, roll_finalize
+
+    _registry_and_certified_estimates()
+    user_create(username="u_hac_a", role="hacienda", password=PASSWORD)
+    user_create(username="u_hac_b", role="hacienda", password=PASSWORD)
+    users_by_name = {u.username: u for u in get_user_model().objects.all()}
+    levy_compute(acting_user=users_by_name["u_hac_a"], fiscal_year="2026-2027")
+    roll_finalize(acting_user=users_by_name["u_hac_b"], fiscal_year="2026-2027", today=date(2026, 6, 30))
+
+
+def _pay_at_counter(visit, parcel_id: str, amount: str | None) -> None:
+    visit.go("/colecturia/?q=" + parcel_id)
+    visit.page.get_by_role("link", name="Cobrar").first.click()
+    visit.page.wait_for_load_state()
+    visit.check()
+    if amount is not None:
+        visit.page.fill("#id_amount", amount)
+    visit.page.get_by_role("button", name="Cobrar y emitir recibo").click()
+    visit.page.wait_for_load_state()
+    visit.check()
+
+
+def test_collector_takes_a_partial_and_a_full_payment_and_the_day_report_matches(visit):
+    from django.utils import timezone
+
+    from billing import services
+
+    _finalized_district()
+    users("collector")
+    p4 = Parcel.objects.get(parcel_id="P4")
+    due_now = services.account_state(parcel=p4, as_of=timezone.localdate()).state.total_due
+    visit.login("u_collector", PASSWORD)
+    _pay_at_counter(visit, "P4", "1000.00")
+    receipt_text = visit.page.inner_text("main")
+    assert "LAJ-" in receipt_text and "$1,000.00" in receipt_text
+    remaining = due_now - Decimal("1000.00")
+    assert f"${remaining:,.2f}" in receipt_text  # the receipt says what remains due
+    _pay_at_counter(visit, "P4", None)  # the form is prefilled with the full amount due
+    assert f"${remaining:,.2f}" in visit.page.inner_text("main")
+    assert services.account_state(parcel=p4, as_of=timezone.localdate()).state.total_due == 0
+    assert Payment.objects.filter(parcel=p4).count() == 2
+    visit.go("/colecturia/cuadre/")
+    report = visit.page.inner_text("main")
+    assert f"${due_now:,.2f}" in report and report.count("LAJ-2026-2027-") >= 2
+
+
+def test_a_late_payment_shows_the_surcharge_on_statement_and_receipt(visit):
+    from django.utils import timezone
+
+    from billing import services
+
+    _finalized_district()
+    users("collector")
+    p5 = Parcel.objects.get(parcel_id="P5")
+    today = timezone.localdate()
+    july = services.account_state(parcel=p5, as_of=today).state.charges[0]
+    assert july.surcharge > 0  # past the last day to pay (2026-08-31)
+    visit.login("u_collector", PASSWORD)
+    visit.go(f"/colecturia/predio/{p5.pk}/estado/")
+    statement = visit.page.inner_text("main")
+    assert f"${july.surcharge:,.2f}" in statement and "½%" in statement
+    _pay_at_counter(visit, "P5", None)
+    receipt = visit.page.inner_text("main")
+    assert f"${july.surcharge:,.2f}" in receipt and "½%" in receipt
