@@ -1,4 +1,4 @@
-"""Job handlers of the levy (registered when ``levy.views`` is imported; see ``levy.urls``)."""
+"""Job handlers of the levy (registered by ``LevyConfig.ready``)."""
 
 from __future__ import annotations
 
@@ -18,13 +18,11 @@ def compute_levy(job: Job, progress: JobProgress) -> dict:
     again from scratch without duplicating lines. A refusal (``LevyError``) is a finished job
     whose result carries the reason for the page; anything else fails the job.
 
-    No progress callback is passed: ``levy_compute`` would call it inside its transaction (while
-    the roll lines are being copied), where a progress write can neither be seen by the waiting
-    page before the commit nor share the connection with the running COPY."""
+    Progress (roll lines written) goes through ``JobProgress``'s own connection, so the waiting
+    page sees it while the compute transaction is still copying lines."""
     progress.set(0, 1)
     try:
-        levy = services.levy_compute(acting_user=job.created_by, fiscal_year=job.payload["fiscal_year"])
+        levy = services.levy_compute(acting_user=job.created_by, fiscal_year=job.payload["fiscal_year"], progress=progress.set)
     except services.LevyError as exc:
         return {"refused": str(exc)}
-    progress.set(1, 1)
     return {"levy_id": levy.pk, "lines": levy.parcels_in_roll, "total_levy": str(levy.total_levy.amount)}

@@ -169,3 +169,42 @@ def test_a_double_submit_racing_itself_records_one_payment(seed_rows, district_1
         outcomes = race([(staff["collector"], key), (staff["collector"], key)], parcel, Decimal("100.00"), None)
         assert len(set(outcomes)) == 1 and outcomes[0].startswith("receipt"), outcomes
         assert Payment.objects.filter(parcel=parcel).count() == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_counter_requests_at_once_record_one_payment(seed_rows, district_1, staff):
+    """Two collectors submit the counter form for the same account at the same moment: real
+    requests through the whole view stack, each on its own database connection, repeated."""
+    from django.test import Client
+    from django.urls import reverse
+    from django.utils import timezone
+
+    for parcel_id, _gravity in EXAMPLE_1:
+        parcel = Parcel.objects.get(parcel_id=parcel_id)
+        due = services.account_state(parcel=parcel, as_of=timezone.localdate()).state.total_due
+        clients = []
+        for name in ("collector", "collector2"):
+            client = Client()
+            client.force_login(staff[name])
+            clients.append(client)
+        barrier = threading.Barrier(2)
+        statuses: list[int] = []
+
+        def submit(client, key):
+            try:
+                barrier.wait(timeout=10)
+                response = client.post(reverse("billing:counter-parcel", args=[parcel.pk]), {
+                    "amount": str(due), "method": "cash", "reference": "", "idempotency_key": key,
+                    "expected_total_due": str(due),
+                })
+                statuses.append(response.status_code)
+            finally:
+                connection.close()
+
+        threads = [threading.Thread(target=submit, args=(client, f"{parcel_id}-{i}")) for i, client in enumerate(clients)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert sorted(statuses) == [200, 302], statuses  # one receipt, one page saying the account changed
+        assert Payment.objects.filter(parcel=parcel).count() == 1
