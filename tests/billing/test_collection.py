@@ -190,7 +190,7 @@ def test_two_counter_requests_at_once_record_one_payment(seed_rows, district_1, 
         barrier = threading.Barrier(2)
         statuses: list[int] = []
 
-        def submit(client, key):
+        def submit(client, key, barrier=barrier, parcel=parcel, due=due, statuses=statuses):
             try:
                 barrier.wait(timeout=10)
                 response = client.post(reverse("billing:counter-parcel", args=[parcel.pk]), {
