@@ -483,7 +483,12 @@ def database_url() -> str:
 
 def production_env(**variables: str) -> dict[str, str]:
     """This process's environment minus everything the settings read, plus ``variables``."""
-    env = {name: value for name, value in os.environ.items() if name not in settings_env_names()}
+    # DJANGO_ALLOW_ASYNC_UNSAFE is set by the browser tests' conftest for Playwright beside the ORM;
+    # a deployment never has it, and check --deploy rightly refuses it.
+    env = {
+        name: value for name, value in os.environ.items()
+        if name not in settings_env_names() and name != "DJANGO_ALLOW_ASYNC_UNSAFE"
+    }
     env.update(DJANGO_SETTINGS_MODULE="lajas_portal.settings", **variables)
     return env
 
