@@ -1,44 +1,265 @@
 """PDF documents rendered with WeasyPrint from our own templates only (never user HTML); user
-data is escaped by the template engine and only bundled static files may be fetched.
-Rendering never writes to the database: callers store the bytes once."""
+data is escaped by the template engine and only bundled files may be fetched: the static
+directory and the Source Sans Pro fonts of the ``font-source-sans-pro`` package (lesson 15).
+Rendering never writes to the database: callers store the bytes once (``billing.documents``).
+
+Documents are tagged PDF/UA-1 with a title and a language. They are written in Spanish unless
+English is asked for; the template strings go through ``{% translate %}`` under
+``translation.override``, so the words follow ``lang`` and not the request that happens to be
+active."""
 
 from __future__ import annotations
 
+import atexit
+import io
+import os
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
 from django.conf import settings
 from django.template.loader import render_to_string
+from django.utils import translation
+from django.utils.translation import gettext as _
 
-STATIC_DIR = Path(settings.BASE_DIR) / "static"
-
-
-def _local_only(url: str, timeout: int = 10, ssl_context: Any = None) -> dict:
-    """WeasyPrint URL fetcher that serves bundled static files and refuses everything else."""
-    from weasyprint import default_url_fetcher
-
-    if url.startswith("file://"):
-        path = Path(url[len("file://"):]).resolve()
-        if STATIC_DIR.resolve() in path.parents:
-            return default_url_fetcher(url, timeout=timeout, ssl_context=ssl_context)
-    raise ValueError(f"refused to fetch {url!r} while rendering a PDF")
+# Dates spelled out in full, per language: "1 de julio de 2026" / "July 1, 2026".
+LONG_DATE = {"es": r"j \d\e F \d\e Y", "en": "F j, Y"}
 
 
-def render_pdf(template: str, context: dict[str, Any], *, title: str, lang: str = "es") -> bytes:
+class PDFRenderError(Exception):
+    """A document did not come out as designed (e.g. a one-page document ran to two pages)."""
+
+
+def static_dir() -> Path:
+    return Path(settings.BASE_DIR) / "static"
+
+
+@cache
+def font_dir() -> Path:
+    """The TrueType files bundled by the ``font-source-sans-pro`` package."""
+    import font_source_sans_pro
+
+    return Path(os.path.dirname(font_source_sans_pro.__file__)).resolve() / "files"
+
+
+@cache
+def _fetcher_class() -> type:
+    from weasyprint.urls import URLFetcher
+
+    class LocalOnlyFetcher(URLFetcher):
+        """Serves ``data:`` URIs our code built (the QR code) and files under ``roots`` (the
+        static directory and the fonts); refuses everything else, and a refusal stops the
+        rendering."""
+
+        def __init__(self, roots: tuple[Path, ...]) -> None:
+            super().__init__(allowed_protocols=("file", "data"), allow_redirects=False, fail_on_errors=True)
+            self.roots = roots
+
+        def fetch(self, url: str, headers: Any = None) -> Any:
+            if url.startswith("data:"):
+                return super().fetch(url, headers)
+            if url.startswith("file://"):
+                path = Path(unquote(urlsplit(url).path)).resolve()
+                if any(root in path.parents for root in self.roots):
+                    return super().fetch(url, headers)
+            raise ValueError(f"refused to fetch {url!r} while rendering a PDF")
+
+    return LocalOnlyFetcher
+
+
+def _fetcher(static_root: str | None = None) -> Any:
+    static = Path(static_root) if static_root else static_dir()
+    return _fetcher_class()((static.resolve(), font_dir()))
+
+
+@dataclass(frozen=True)
+class RenderSetup:
+    """What turning our HTML into PDF needs besides the HTML: the static directory and the shared
+    stylesheet (``billing/pdf/document.css``, fonts filled in). Plain strings, so the bulk
+    printing job hands it to worker processes that never set Django up."""
+
+    static_root: str
+    css: str
+
+
+@cache
+def render_setup() -> RenderSetup:
+    return RenderSetup(static_root=str(static_dir()),
+                       css=render_to_string("billing/pdf/document.css", {"pdf_font_dir": font_dir().as_uri()}))
+
+
+_compiled: dict[RenderSetup, tuple[Any, Any]] = {}
+atexit.register(_compiled.clear)  # let the font configurations go while WeasyPrint is still loaded
+
+
+def _stylesheet(setup: RenderSetup) -> tuple[Any, Any]:
+    """The shared stylesheet parsed once per process, with the font configuration that holds its
+    ``@font-face`` fonts (WeasyPrint lets documents share both)."""
+    if setup not in _compiled:
+        from weasyprint import CSS
+        from weasyprint.text.fonts import FontConfiguration
+
+        font_config = FontConfiguration()
+        css = CSS(string=setup.css, base_url=Path(setup.static_root).as_uri() + "/", url_fetcher=_fetcher(setup.static_root),
+                  font_config=font_config)
+        _compiled[setup] = (css, font_config)
+    return _compiled[setup]
+
+
+def _local_only(url: str, timeout: int = 10, ssl_context: Any = None) -> Any:
+    """Fetch ``url`` if it is a bundled file or a ``data:`` URI; raise ``ValueError`` otherwise."""
+    return _fetcher().fetch(url)
+
+
+def pdf_language(lang: str | None) -> str:
+    """The language code to activate: Spanish (the project's) unless English is asked for."""
+    return "en" if (lang or "").lower().startswith("en") else settings.LANGUAGE_CODE
+
+
+@contextmanager
+def document_language(lang: str | None) -> Iterator[str]:
+    """Activate the document's language; yields ``es`` or ``en`` (the key of ``LONG_DATE``)."""
+    code = pdf_language(lang)
+    with translation.override(code):
+        yield "en" if code == "en" else "es"
+
+
+def font_context() -> dict[str, str]:
+    return {"pdf_font_dir": font_dir().as_uri()}
+
+
+def html_for(template: str, context: dict[str, Any], *, title: str, lang: str = "es", density: str = "") -> str:
+    """The HTML of a document; call it inside ``document_language`` so the words match ``lang``."""
+    return render_to_string(template, {
+        **context, **font_context(), "pdf_title": title, "pdf_lang": "en" if lang == "en" else "es-PR",
+        "long_date": LONG_DATE[lang], "density": density,
+    })
+
+
+def _layout(html: str, setup: RenderSetup | None = None) -> Any:
     from weasyprint import HTML
 
-    html = render_to_string(template, {**context, "pdf_title": title, "pdf_lang": lang})
-    document = HTML(string=html, base_url=STATIC_DIR.as_uri() + "/", url_fetcher=_local_only)
-    return document.write_pdf(pdf_variant="pdf/ua-1", metadata=True)
+    setup = setup or render_setup()
+    css, font_config = _stylesheet(setup)
+    return HTML(string=html, base_url=Path(setup.static_root).as_uri() + "/", url_fetcher=_fetcher(setup.static_root)).render(
+        stylesheets=[css], font_config=font_config, pdf_variant="pdf/ua-1")
 
 
-def render_seizure_notice(*, step: Any, parcel: Any) -> bytes:
-    """¶14: a seizure notice (notice of attachment, certificate, auction notice)."""
-    return render_pdf("billing/pdf/seizure_notice.html", {"step": step, "parcel": parcel, "debt": step.debt},
-                      title=f"{step.get_kind_display()} {step.number}")
+def html_to_pdf(html: str, *, pages: int | None = None, setup: RenderSetup | None = None) -> bytes:
+    """Tagged PDF/UA-1 bytes of ``html`` (one of our templates). With ``pages``, a document that
+    does not come out with exactly that many pages is refused. With ``setup`` given it needs
+    neither the database nor the settings, so the bulk printing job runs it in worker processes."""
+    document = _layout(html, setup)
+    if pages is not None and len(document.pages) != pages:
+        raise PDFRenderError(f"the document has {len(document.pages)} pages instead of {pages}")
+    return document.write_pdf(pdf_variant="pdf/ua-1")
 
 
-def render_certificate(*, certificate: Any) -> bytes:
-    """¶11: a debt certificate as of its date."""
-    return render_pdf("billing/pdf/certificate.html", {"certificate": certificate, "data": certificate.snapshot},
-                      title=f"Certificación de deuda {certificate.number}")
+DENSITIES = ("", "compact", "dense")  # classes of ``<body>`` in billing/pdf/base.html
+
+
+def html_to_fitting_pdf(make_html: Callable[[str], str], *, pages: int = 1) -> bytes:
+    """Render ``make_html(density)`` with the roomiest density that fits in ``pages`` pages. A
+    document that does not fit even when dense comes out longer rather than not at all (a
+    payment is never refused because its receipt is long)."""
+    for density in DENSITIES:
+        document = _layout(make_html(density))
+        if len(document.pages) <= pages:
+            break
+    return document.write_pdf(pdf_variant="pdf/ua-1")
+
+
+def html_to_one_page_pdf(html: str, setup: RenderSetup | None = None) -> bytes:
+    """``html_to_pdf(html, pages=1)`` as a plain function of this module, which imports no
+    models: the bulk printing job's worker processes run it without setting Django up."""
+    return html_to_pdf(html, pages=1, setup=setup)
+
+
+def merge_pdfs(datas: list[bytes], path: str) -> int:
+    """Write the pages of ``datas`` (PDFs), in order, to the file ``path``; return the page count.
+    Needs neither Django nor the database (the bulk printing job runs it in a worker process)."""
+    from pypdf import PdfReader, PdfWriter
+
+    writer = PdfWriter()
+    for data in datas:
+        for page in PdfReader(io.BytesIO(data)).pages:
+            writer.add_page(page)
+    with open(path, "wb") as handle:
+        writer.write(handle)
+    return len(writer.pages)
+
+
+def render_pdf(template: str, context: dict[str, Any], *, title: str, lang: str | None = None,
+               pages: int | None = None) -> bytes:
+    """Render one of our templates in ``lang`` (Spanish by default)."""
+    with document_language(lang) as key:
+        html = html_for(template, context, title=str(title), lang=key)
+    return html_to_pdf(html, pages=pages)
+
+
+def qr_data_uri(url: str) -> str:
+    """The QR code of ``url`` as a small PNG data URI, drawn without smoothing (``image-rendering:
+    pixelated``) so it prints sharp; a PNG is several times quicker to lay out than an SVG path."""
+    import segno
+
+    # A fixed mask skips segno's scoring of the eight masks (a third of the time); any mask reads.
+    return segno.make(url, error="m", micro=False, mask=0).png_data_uri(scale=3, border=4)
+
+
+def _dated_items(data: dict[str, Any]) -> list[dict[str, Any]]:
+    """A statement's charges (``services.statement``) with their dates as ``date`` for display."""
+    from datetime import date
+
+    return [
+        {**item, "due": date.fromisoformat(item["due_date"]), "last_day": date.fromisoformat(item["last_day_to_pay"])}
+        for item in data.get("installments", []) + data.get("other_charges", [])
+    ]
+
+
+def render_seizure_notice(*, step: Any, parcel: Any, lang: str | None = None) -> bytes:
+    """¶14: a seizure notice (notice of attachment, certificate, auction notice), listing the
+    charges with a balance."""
+    items = [item for item in _dated_items(step.debt) if item["balance"] != "0.00"]
+    with document_language(lang) as key:
+        title = f"{step.get_kind_display()} {step.number}"
+        html = html_for("billing/pdf/seizure_notice.html", {"step": step, "parcel": parcel, "debt": step.debt, "items": items},
+                        title=title, lang=key)
+    return html_to_pdf(html)
+
+
+def render_certificate(*, certificate: Any, lang: str | None = None) -> bytes:
+    """¶11: a debt certificate as of its date. An issued certificate is served as stored (the
+    bytes written when it was issued, with its verification code); only one without stored
+    bytes, from before documents were stored, is rendered from its immutable snapshot."""
+    from .models import IssuedDocument
+
+    if lang is None:
+        stored = IssuedDocument.objects.filter(certificate_id=certificate.pk).values_list("pdf", flat=True).first()
+        if stored is not None:
+            return bytes(stored)
+    return render_certificate_pdf(certificate=certificate, lang=lang)
+
+
+def render_certificate_pdf(*, certificate: Any, verify_url: str = "", code: str = "", lang: str | None = None) -> bytes:
+    data = certificate.snapshot
+    items = _dated_items(data)
+    with document_language(lang) as key:
+        title = _("Certificación de deuda %(n)s") % {"n": certificate.number}
+        html = html_for("billing/pdf/certificate.html", {
+            "certificate": certificate, "data": data, "items": items, "verify_url": verify_url, "verify_code": code,
+            "qr": qr_data_uri(verify_url) if verify_url else "",
+        }, title=title, lang=key)
+    return html_to_pdf(html)
+
+
+def render_stamp(*, text: str, lang: str | None = None) -> bytes:
+    """A one-page letter PDF holding only ``text`` as a stamp, to lay over an issued document."""
+    with document_language(lang) as key:
+        html = html_for("billing/pdf/stamp.html", {"stamp_text": text}, title=text, lang=key)
+    from weasyprint import HTML
+
+    return HTML(string=html, base_url=static_dir().as_uri() + "/", url_fetcher=_fetcher()).write_pdf()

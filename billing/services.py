@@ -407,7 +407,11 @@ def _receipt_issue(*, payment: Payment, office: Office, account: Account, applic
         "total_due_after": str(account.state.total_due),
         "total_balance_after": str(account.state.total_balance),
     }
-    return Receipt.objects.create(office=office, fiscal_year=fiscal_year, number=series.last_number, payment=payment, snapshot=snapshot)
+    receipt = Receipt.objects.create(office=office, fiscal_year=fiscal_year, number=series.last_number, payment=payment, snapshot=snapshot)
+    from . import documents
+
+    documents.receipt_document_store(receipt)  # ¶9: the PDF, rendered once and stored in this transaction
+    return receipt
 
 
 @transaction.atomic
@@ -529,10 +533,14 @@ def certificate_issue(*, acting_user: Any, parcel: Parcel, as_of: date) -> DebtC
     previous = DebtCertificate.objects.filter(parcel=parcel, superseded_by__isnull=True).first()
     data = statement(parcel=parcel, as_of=as_of)
     data.update(owner_name=parcel.owner.name, owner_key=parcel.owner.owner_key)
-    return DebtCertificate.objects.create(
+    certificate = DebtCertificate.objects.create(
         number=document_number("certificate", "CD", timezone.localdate()), parcel=parcel, as_of=as_of, snapshot=data,
         supersedes=previous, issued_by=acting_user,
     )
+    from . import documents
+
+    documents.certificate_document_store(certificate)  # the PDF, rendered once and stored in this transaction
+    return certificate
 
 
 # --- Delinquency ------------------------------------------------------------------------------

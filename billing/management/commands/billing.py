@@ -14,7 +14,8 @@ from billing.models import Payment
 
 
 class Command(BaseCommand):
-    help = "Billing and collection: pay, statement, delinquent, water-import, water-bill."
+    help = ("Billing and collection: pay, statement, delinquent, water-import, water-bill; documents: receipt, bill, "
+            "certificate, bulk-bills.")
 
     def add_arguments(self, parser: CommandParser) -> None:
         sub = parser.add_subparsers(dest="action", required=True)
@@ -41,6 +42,29 @@ class Command(BaseCommand):
         bill = sub.add_parser("water-bill", help="turn a month's water deliveries into charges (sec. 374a)")
         bill.add_argument("--month", required=True, help="YYYY-MM")
         bill.add_argument("--user", required=True)
+        receipt = sub.add_parser("receipt", help="write a receipt's stored PDF (or its COPIA reprint)")
+        receipt.add_argument("number", help="the receipt number as printed, e.g. LAJ-2026-2027-000001")
+        receipt.add_argument("--out", required=True, help="the PDF file to write")
+        receipt.add_argument("--copy", action="store_true", help="a reprint stamped COPIA with today's date")
+        notice = sub.add_parser("bill", help="issue an installment's bill (aviso de contribución) or write the stored one")
+        notice.add_argument("--parcel", required=True)
+        notice.add_argument("--fiscal-year", required=True, help="e.g. 2026-2027")
+        notice.add_argument("--installment", required=True, type=int, choices=[1, 2])
+        notice.add_argument("--out", required=True, help="the PDF file to write")
+        notice.add_argument("--user", help="who issues the bill when it has none yet")
+        notice.add_argument("--lang", choices=["es", "en"], default="es", help="language of a new bill (Spanish by default)")
+        notice.add_argument("--copy", action="store_true", help="a reprint stamped COPIA with today's date")
+        certificate = sub.add_parser("certificate", help="issue a debt certificate (certificación de deuda) and write it")
+        certificate.add_argument("--parcel", required=True)
+        certificate.add_argument("--as-of", required=True, help="YYYY-MM-DD")
+        certificate.add_argument("--out", required=True, help="the PDF file to write")
+        certificate.add_argument("--user", required=True)
+        bulk = sub.add_parser("bulk-bills", help="print a semester's bills as merged PDFs of at most 250 pages (runs inline)")
+        bulk.add_argument("--fiscal-year", required=True, help="e.g. 2026-2027")
+        bulk.add_argument("--installment", required=True, type=int, choices=[1, 2])
+        bulk.add_argument("--user", required=True)
+        bulk.add_argument("--parcel-prefix", default="", help="only parcels whose cadastre number starts with this")
+        bulk.add_argument("--processes", type=int, help="worker processes that render (default: one per core)")
 
     def handle(self, *args, action: str, **options) -> None:
         try:
@@ -130,3 +154,70 @@ class Command(BaseCommand):
                 + (f"  ({item['surcharge_basis']})" if item["surcharge_basis"] else "")
             )
         self.stdout.write(f"  total adeudado hoy {data['total_due']}")
+
+    # --- documents ----------------------------------------------------------------------------
+
+    def write_pdf(self, path: str, data: bytes, what: str) -> None:
+        from pathlib import Path
+
+        target = Path(path)
+        if not target.parent.is_dir():
+            raise services.BillingError(f"no such directory: {target.parent}")
+        target.write_bytes(data)
+        self.stdout.write(f"{what} written to {target} ({len(data):,} bytes)")
+
+    def do_receipt(self, options: dict) -> None:
+        from billing import documents
+
+        receipt = documents.receipt_by_number(options["number"])
+        document = documents.receipt_document(receipt)
+        data = documents.document_copy(document) if options["copy"] else documents.document_pdf(document)
+        self.write_pdf(options["out"], data, f"receipt {document.number}" + (" (COPIA)" if options["copy"] else ""))
+
+    def do_bill(self, options: dict) -> None:
+        from billing import documents
+
+        user = self.user(options["user"]) if options["user"] else None
+        charge = documents.bill_for_installment(parcel_code=options["parcel"], fiscal_year=options["fiscal_year"],
+                                                number=options["installment"])
+        bill, created = documents.bill_get_or_issue(acting_user=user, charge=charge, lang=options["lang"])
+        document = bill.document
+        data = documents.document_copy(document) if options["copy"] else documents.document_pdf(document)
+        state = "issued" if created else "stored"
+        self.write_pdf(options["out"], data, f"bill {bill.number} ({state})" + (" (COPIA)" if options["copy"] else ""))
+
+    def do_certificate(self, options: dict) -> None:
+        parcel = services.parcel_by_code(options["parcel"])
+        as_of = self.date(options["as_of"])
+        certificate = services.certificate_issue(acting_user=self.user(options["user"]), parcel=parcel, as_of=as_of)
+        self.write_pdf(options["out"], bytes(certificate.document.pdf), f"certificate {certificate.number}")
+
+    def do_bulk_bills(self, options: dict) -> None:
+        import time
+
+        from django.db.models import F
+        from django.utils import timezone
+
+        from billing import documents
+        from parcels.jobs import job_run
+        from parcels.models import Job
+
+        filters = {"parcel_prefix": options["parcel_prefix"]} if options["parcel_prefix"] else None
+        batch = documents.bill_batch_start(self.user(options["user"]), options["fiscal_year"], options["installment"], filters)
+        jobs = Job.objects.filter(pk=batch.job_id)
+        if options["processes"]:
+            job = jobs.get()
+            jobs.update(payload={**job.payload, "processes": options["processes"]})
+        # Take the job unless the worker (or JOBS_RUN_INLINE) already did; then wait for it.
+        if jobs.filter(status=Job.Status.QUEUED).update(status=Job.Status.RUNNING, started_at=timezone.now(),
+                                                        attempts=F("attempts") + 1):
+            job = job_run(batch.job_id)
+        else:
+            while (job := jobs.get()).status in (Job.Status.QUEUED, Job.Status.RUNNING):
+                time.sleep(2)
+        if job.status != Job.Status.DONE:
+            raise services.BillingError(f"bulk printing of batch {batch.pk} failed: {job.error.splitlines()[0] if job.error else '?'}")
+        total = job.result.get("bills", 0)
+        self.stdout.write(f"batch {batch.pk}: {total} bills in {batch.parts.count()} part(s)")
+        for part in batch.parts.order_by("index"):
+            self.stdout.write(f"{part.pdf.path}\t{part.pages} pages")

@@ -1,0 +1,180 @@
+"""Bulk printing of bills for Hacienda: the ``bill_batch`` job.
+
+A batch's installments, in cadastre order, are cut into parts of ``PART_PAGES`` bills (one page
+each). For each part not written yet, the bills not issued yet in the batch are issued in small
+transactions (``documents.bill_batch_issue``: numbered, rendered, stored), then the part's
+stored PDFs are merged into one file in ``BillBatchPart.pdf`` (default storage). A restarted
+job therefore skips the parts already written and the charges already billed in the batch
+(``UniqueConstraint`` (batch, charge) and (batch, index) back this up): nothing is billed twice.
+
+WeasyPrint is CPU-bound, so with several cores the bills are rendered (HTML → PDF) and the
+parts merged in worker processes; this process reads the accounts, numbers the bills and
+writes to the database. Memory stays bounded: at most a chunk of bills and a part's stored
+bytes (a few MB) are held at a time, and a part is written through a temporary file.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+import tempfile
+from collections.abc import Iterator, Sequence
+from concurrent.futures import Executor, Future, ProcessPoolExecutor
+from dataclasses import dataclass
+from datetime import date
+from typing import Any
+
+from django.conf import settings
+from django.core.files import File
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from parcels.jobs import JobProgress, job_handler
+from parcels.models import Job
+
+from . import documents, pdf
+from .models import Bill, BillBatch, BillBatchPart, IssuedDocument
+
+logger = logging.getLogger(__name__)
+PART_PAGES = 250  # bills (pages) per merged PDF: what the print shop takes in one file
+CHUNK = 24  # bills issued per transaction (the bill series stays locked for a few seconds)
+
+
+class Renderer:
+    """Renders bills and merges parts in this process, or in ``processes`` worker processes
+    started with ``spawn``: fresh interpreters that inherit no database connection and never
+    open one (they get HTML, or PDF bytes, and give back PDF bytes, or a file)."""
+
+    def __init__(self, processes: int | None = None) -> None:
+        wanted = processes or getattr(settings, "BILL_BATCH_PROCESSES", None) or os.cpu_count() or 1
+        self.processes = max(1, int(wanted))
+        self._pool: Executor | None = None
+
+    def _executor(self) -> Executor | None:
+        if self.processes > 1 and self._pool is None:
+            import multiprocessing
+
+            self._pool = ProcessPoolExecutor(self.processes, mp_context=multiprocessing.get_context("spawn"))
+        return self._pool
+
+    def __call__(self, htmls: list[str]) -> list[bytes]:
+        pool = self._executor() if len(htmls) > 1 else None
+        if pool is None:
+            return [pdf.html_to_one_page_pdf(html) for html in htmls]
+        render = functools.partial(pdf.html_to_one_page_pdf, setup=pdf.render_setup())
+        return list(pool.map(render, htmls, chunksize=max(1, len(htmls) // (2 * self.processes))))
+
+    def merge(self, datas: list[bytes], path: str) -> Future:
+        pool = self._executor()
+        if pool is not None:
+            return pool.submit(pdf.merge_pdfs, datas, path)
+        done: Future = Future()
+        done.set_result(pdf.merge_pdfs(datas, path))
+        return done
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown()
+            self._pool = None
+
+
+def _chunks(items: Sequence[int], size: int) -> Iterator[list[int]]:
+    for start in range(0, len(items), size):
+        yield list(items[start:start + size])
+
+
+def part_pdfs(*, batch: BillBatch, charge_ids: Sequence[int]) -> list[bytes]:
+    """The stored PDFs of a part's bills, in the part's (cadastre) order."""
+    rows = (IssuedDocument.objects.filter(bill__batch=batch, bill__charge_id__in=charge_ids)
+            .order_by("bill__parcel__parcel_id", "bill__charge_id").values_list("bill__charge_id", "pdf"))
+    found = [(charge_id, bytes(data)) for charge_id, data in rows.iterator(chunk_size=50)]
+    if [charge_id for charge_id, _data in found] != list(charge_ids):
+        raise RuntimeError(f"batch {batch.pk}: {len(found)} bills stored for a part of {len(charge_ids)} charges")
+    return [data for _charge_id, data in found]
+
+
+@dataclass(frozen=True)
+class Merging:
+    """A part being merged (maybe in a worker process) into a temporary file."""
+
+    index: int
+    path: str
+    future: Future
+
+
+def part_write(*, batch: BillBatch, index: int, charge_ids: Sequence[int], renderer: Renderer) -> Merging:
+    """Start merging a part into a temporary file; ``part_store`` files it when it is done."""
+    datas = part_pdfs(batch=batch, charge_ids=charge_ids)
+    handle = tempfile.NamedTemporaryFile(prefix=f"lote{batch.pk}-parte{index + 1:03d}-", suffix=".pdf", delete=False)
+    handle.close()
+    return Merging(index=index, path=handle.name, future=renderer.merge(datas, handle.name))
+
+
+def part_store(*, batch: BillBatch, merging: Merging) -> BillBatchPart:
+    index, path, future = merging.index, merging.path, merging.future
+    try:
+        pages = future.result()
+        part = BillBatchPart(batch=batch, index=index, pages=pages)
+        with open(path, "rb") as handle:
+            part.pdf.save(f"avisos-{batch.fiscal_year.label}-plazo{batch.number}-lote{batch.pk}-parte{index + 1:03d}.pdf",
+                          File(handle), save=False)
+    finally:
+        os.unlink(path)
+    try:
+        with transaction.atomic():
+            part.save()
+    except IntegrityError:  # another run of the same batch wrote this part meanwhile
+        part.pdf.delete(save=False)
+        part = BillBatchPart.objects.get(batch=batch, index=index)
+    return part
+
+
+def bill_batch_run(*, batch: BillBatch, progress: JobProgress | None = None, processes: int | None = None,
+                   issued_on: date | None = None) -> dict[str, Any]:
+    """Make (or finish) a batch: issue its bills and write its parts. Safe to run again."""
+    charge_ids = list(documents.bill_batch_charges(batch).values_list("pk", flat=True))
+    total = len(charge_ids)
+    issued_on = issued_on or timezone.localdate(batch.created_at)
+    written = set(batch.parts.values_list("index", flat=True))
+    billed = set(Bill.objects.filter(batch=batch).values_list("charge_id", flat=True))
+    renderer = Renderer(processes)
+    merging: list[Merging] = []
+    issued = 0
+    done = 0
+
+    def store_merged(wait: bool) -> None:
+        for item in list(merging):
+            if wait or item.future.done():
+                merging.remove(item)
+                part_store(batch=batch, merging=item)
+
+    try:
+        for index, part_ids in enumerate(_chunks(charge_ids, PART_PAGES)):
+            if index not in written:
+                for chunk in _chunks([pk for pk in part_ids if pk not in billed], CHUNK):
+                    issued += documents.bill_batch_issue(batch=batch, charge_ids=chunk, issued_on=issued_on, render_many=renderer)
+                    if progress is not None:
+                        progress.set(done + part_ids.index(chunk[-1]) + 1, total)
+                    store_merged(wait=False)
+                merging.append(part_write(batch=batch, index=index, charge_ids=part_ids, renderer=renderer))
+            done += len(part_ids)
+            if progress is not None:
+                progress.set(done, total)
+        store_merged(wait=True)
+    except BaseException:
+        try:  # keep the parts already merged, so a restart need not merge them again
+            store_merged(wait=True)
+        except Exception:
+            logger.exception("batch %s: a merged part could not be stored", batch.pk)
+        raise
+    finally:
+        renderer.close()
+    parts = list(batch.parts.order_by("index"))
+    return {"batch": batch.pk, "bills": total, "issued": issued, "parts": len(parts), "files": [part.pdf.name for part in parts]}
+
+
+@job_handler("bill_batch")
+def bill_batch_job(job: Job, progress: JobProgress) -> dict:
+    batch = BillBatch.objects.select_related("fiscal_year").get(pk=job.payload["batch_id"])
+    return bill_batch_run(batch=batch, progress=progress, processes=job.payload.get("processes"))

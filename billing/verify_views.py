@@ -1,0 +1,22 @@
+"""The public verification page of issued documents (no login): a QR code on a receipt, bill
+or debt certificate opens ``/verificar/<code>/``, which confirms the document's kind, number,
+parcel, amounts and status from what was stored when it was issued. Any other code is "not
+recognized" with status 404; the page never says why, so it cannot be used to probe codes."""
+
+from __future__ import annotations
+
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_safe
+
+from . import documents
+
+
+@require_safe
+@never_cache
+def document(request: HttpRequest, code: str) -> HttpResponse:
+    found = documents.verification(code)
+    if found is None:
+        return render(request, "billing/verify_unknown.html", {"code": code[:80]}, status=404)
+    return render(request, "billing/verify.html", found)

@@ -1,0 +1,179 @@
+"""Landowner portal accounts: staff invite a landowner by email, or the landowner claims an account
+with the parcel number and the access code printed on the bill.
+
+- The invite creates a landowner user without a usable password and emails a one-time link
+  (Django's ``default_token_generator``) to choose one; the link expires after
+  ``PASSWORD_RESET_TIMEOUT`` and stops working once a password is set or the user signs in.
+- The claim checks the code of the parcel's *current* owner
+  (``billing.documents.portal_access_code(parcel_id, owner_key)``), so after a sale the old owner's
+  printed code no longer opens anything and the new owner's does.
+- Failed claims are counted per parcel in Django's cache (fixed one-hour window, shared by every
+  spelling of the number); after ``CLAIM_FAILURE_LIMIT`` failures the parcel refuses claims even
+  with the right code until the window ends. With the default local-memory cache the count is per
+  process: set ``CACHES`` to a shared backend where several workers serve the site.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import logging
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.tokens import default_token_generator
+from django.core.cache import cache
+from django.core.exceptions import ValidationError
+from django.core.mail import EmailMultiAlternatives
+from django.db import IntegrityError, transaction
+from django.db.models import Q
+from django.template.loader import render_to_string
+from django.urls import reverse
+from django.utils.encoding import force_bytes
+from django.utils.http import urlsafe_base64_encode
+from django.utils.translation import gettext as _
+
+from .models import Owner, Parcel
+from .roles import LANDOWNER
+from .services import acting, user_create
+
+logger = logging.getLogger("lajas.portal")
+
+CLAIM_FAILURE_LIMIT = 5
+CLAIM_WINDOW_SECONDS = 60 * 60
+
+
+class ClaimRefused(ValidationError):
+    """A claim the service turned down; ``code`` says why (``mismatch``, ``throttled``, ``exists``)."""
+
+
+def email_normalize(email: str) -> str:
+    """Emails double as usernames, so one spelling per address: trimmed and lower-case."""
+    return email.strip().lower()
+
+
+def access_code_normalize(code: str) -> str:
+    """How a typed code is compared: case, spaces and dashes do not matter."""
+    return "".join(code.split()).replace("-", "").replace("\u2010", "").replace("\u2013", "").upper()
+
+
+def access_code_matches(*, parcel: Parcel, typed: str) -> bool:
+    """Constant-time comparison of ``typed`` with the code of the parcel's current owner."""
+    from billing.documents import portal_access_code
+
+    expected = access_code_normalize(portal_access_code(parcel.parcel_id, parcel.owner.owner_key))
+    # Bytes, not str: compare_digest refuses non-ASCII strings, and the typed code is anything.
+    return hmac.compare_digest(access_code_normalize(typed).encode(), expected.encode())
+
+
+# --- Claim throttling ------------------------------------------------------------------------
+
+
+def _claim_bucket(*, parcel: Parcel | None, typed_parcel_id: str) -> str:
+    """One counter per parcel whatever the spelling; unknown numbers count under their own spelling,
+    so a refusal looks the same whether or not the parcel exists."""
+    subject = f"pk:{parcel.pk}" if parcel is not None else "typed:" + " ".join(typed_parcel_id.split()).upper()
+    return "portal:claim-failures:" + hashlib.sha256(subject.encode()).hexdigest()
+
+
+def _claim_failures(bucket: str) -> int:
+    return int(cache.get(bucket, 0))
+
+
+def _claim_failure_record(bucket: str) -> None:
+    # add() starts the window only on the first failure; incr() keeps its expiry (fixed window).
+    cache.add(bucket, 0, timeout=CLAIM_WINDOW_SECONDS)
+    try:
+        cache.incr(bucket)
+    except ValueError:  # expired between add() and incr()
+        cache.set(bucket, 1, timeout=CLAIM_WINDOW_SECONDS)
+
+
+def _email_taken(email: str) -> bool:
+    """Any user already signing in as, or reached at, ``email``: the owner's own accounts included,
+    and any other (one user is linked to at most one owner)."""
+    return get_user_model().objects.filter(Q(username__iexact=email) | Q(email__iexact=email)).exists()
+
+
+def account_claim(*, parcel_id: str, access_code: str, email: str, password: str) -> AbstractBaseUser:
+    """A landowner account for the current owner of ``parcel_id``, proven by the bill's access code.
+
+    Raises ``ClaimRefused``: ``mismatch`` (one message whether the parcel or the code was wrong),
+    ``throttled`` (too many failures for this parcel in the window, checked before the code), or
+    ``exists`` (an account already uses that email)."""
+    email = email_normalize(email)
+    typed = parcel_id.strip()
+    matches = list(Parcel.objects.select_related("owner").filter(parcel_id__iexact=typed)[:2])
+    parcel = matches[0] if len(matches) == 1 else None
+    bucket = _claim_bucket(parcel=parcel, typed_parcel_id=typed)
+    if _claim_failures(bucket) >= CLAIM_FAILURE_LIMIT:
+        logger.warning("portal claim throttled for parcel %r", typed)
+        raise ClaimRefused(
+            _("Hubo demasiados intentos fallidos con este número de catastro. Intente de nuevo en una hora "
+              "o llame a la Autoridad de Tierras."),
+            code="throttled",
+        )
+    if parcel is None or not access_code_matches(parcel=parcel, typed=access_code):
+        _claim_failure_record(bucket)
+        raise ClaimRefused(_("El número de catastro o el código no coinciden."), code="mismatch")
+    exists = ClaimRefused(
+        _("Ya hay una cuenta con ese correo electrónico. Entre con su contraseña o use «¿Olvidó su contraseña?»."),
+        code="exists",
+    )
+    if _email_taken(email):
+        raise exists
+    try:
+        with transaction.atomic(), acting(None, source="portal-claim"):
+            user = user_create(username=email, email=email, password=password, role=LANDOWNER, owner=parcel.owner)
+    except IntegrityError:  # the same address claimed twice at once: the unique username decides
+        raise exists from None
+    logger.info("portal account %s claimed for owner %s", user.pk, parcel.owner.owner_key)
+    return user
+
+
+# --- Invitations -----------------------------------------------------------------------------
+
+
+@transaction.atomic
+def owner_invite(*, acting_user: Any, owner: Owner, email: str) -> AbstractBaseUser:
+    """Invite ``email`` to see ``owner``'s parcels: creates the landowner user (username = email,
+    no usable password) unless it already exists for this owner, then emails a one-time link to
+    choose the password. Inviting again resends the link; an address that belongs to another
+    account is refused."""
+    email = email_normalize(email)
+    User = get_user_model()
+    existing = list(
+        User.objects.filter(Q(username__iexact=email) | Q(email__iexact=email)).select_related("owner_account")[:2]
+    )
+    if not existing:
+        with acting(acting_user, source="portal-invite"):
+            user = user_create(username=email, email=email, role=LANDOWNER, owner=owner)
+    else:
+        user = existing[0]
+        account = getattr(user, "owner_account", None)
+        if len(existing) > 1 or account is None or account.owner_id != owner.pk:
+            raise ValidationError(_("Ese correo electrónico ya pertenece a otra cuenta del portal."), code="taken")
+        if not user.is_active:
+            raise ValidationError(_("La cuenta con ese correo electrónico está desactivada."), code="inactive")
+    logger.info("portal invite of user %s for owner %s by %s", user.pk, owner.owner_key, getattr(acting_user, "username", None))
+    transaction.on_commit(lambda: invite_email_send(user=user, owner=owner))
+    return user
+
+
+def invite_link(user: AbstractBaseUser) -> str:
+    """The one-time link to choose a password, on ``SITE_URL`` (the service has no request)."""
+    path = reverse("portal:activate", kwargs={
+        "uidb64": urlsafe_base64_encode(force_bytes(user.pk)), "token": default_token_generator.make_token(user),
+    })
+    return settings.SITE_URL + path
+
+
+def invite_email_send(*, user: AbstractBaseUser, owner: Owner) -> None:
+    context = {"user": user, "owner": owner, "link": invite_link(user), "site_url": settings.SITE_URL,
+               "timeout_days": max(1, settings.PASSWORD_RESET_TIMEOUT // 86400)}
+    subject = "".join(render_to_string("portal/invite_subject.txt", context).splitlines())
+    message = EmailMultiAlternatives(subject, render_to_string("portal/invite_email.txt", context), to=[user.email])
+    message.attach_alternative(render_to_string("portal/invite_email.html", context), "text/html")
+    message.send()

@@ -1,0 +1,10 @@
+from django.urls import path
+
+from . import portal_views
+
+app_name = "portal"
+urlpatterns = [
+    path("crear-cuenta/", portal_views.claim, name="claim"),
+    path("invitar/", portal_views.invite, name="invite"),
+    path("activar/<uidb64>/<token>/", portal_views.ActivateView.as_view(), name="activate"),
+]

@@ -1,0 +1,86 @@
+"""Pages of the landowner portal: claim an account (public), invite a landowner (Authority staff),
+and choose the password from an invitation (Django's ``PasswordResetConfirmView``, same token)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth import login
+from django.contrib.auth import views as auth_views
+from django.core.exceptions import ValidationError
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse_lazy
+from django.utils.translation import gettext as _
+from django.views.decorators.cache import never_cache
+from django.views.decorators.debug import sensitive_post_parameters
+
+from . import portal
+from .models import Owner
+from .portal_forms import ClaimForm, InviteForm, SetPasswordForm
+from .roles import AUTHORITY, role_required
+
+# AXES is the first backend and only throttles; the account itself authenticates with Django's.
+LOGIN_BACKEND = "django.contrib.auth.backends.ModelBackend"
+
+
+@never_cache
+@sensitive_post_parameters("password1", "password2", "access_code")
+def claim(request: HttpRequest) -> HttpResponse:
+    form = ClaimForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        try:
+            user = portal.account_claim(
+                parcel_id=data["parcel_id"], access_code=data["access_code"], email=data["email"], password=data["password1"],
+            )
+        except ValidationError as exc:
+            form.add_error(None, exc)
+        else:
+            login(request, user, backend=LOGIN_BACKEND)
+            messages.success(request, _("Su cuenta está lista. Estos son sus predios."))
+            return redirect("home")
+    return render(request, "portal/claim.html", {"form": form})
+
+
+@role_required(AUTHORITY)
+def invite(request: HttpRequest) -> HttpResponse:
+    """Two steps: the form, then a confirmation naming the owner, so a mistyped key cannot give
+    a stranger someone else's parcels without staff seeing whose they are."""
+    initial: dict[str, Any] = {}
+    if key := request.GET.get("owner", "").strip():
+        owner = Owner.objects.filter(owner_key=key).first()
+        initial = {"owner_key": key, "email": owner.email if owner else ""}
+    form = InviteForm(request.POST or None, initial=initial)
+    context: dict[str, Any] = {"form": form}
+    if request.method == "POST" and form.is_valid():
+        if request.POST.get("confirm") != "1":
+            context.update(confirm=True, owner=form.owner, parcels=form.owner.parcels.order_by("parcel_id")[:20],
+                           parcel_count=form.owner.parcels.count(), accounts=form.owner.accounts.select_related("user"))
+            return render(request, "portal/invite.html", context)
+        try:
+            portal.owner_invite(acting_user=request.user, owner=form.owner, email=form.cleaned_data["email"])
+        except ValidationError as exc:
+            form.add_error("email", exc)
+        else:
+            messages.success(request, _("Se envió a %(email)s el enlace para elegir su contraseña; la cuenta verá los predios de %(name)s (%(key)s).") % {
+                "email": form.cleaned_data["email"], "name": form.owner.name, "key": form.owner.owner_key,
+            })
+            return redirect("portal:invite")
+    return render(request, "portal/invite.html", context)
+
+
+class ActivateView(auth_views.PasswordResetConfirmView):
+    """The invitation's link: choose a password, then in straight to the landowner's home."""
+
+    form_class = SetPasswordForm
+    template_name = "portal/activate.html"
+    success_url = reverse_lazy("home")
+    post_reset_login = True
+    post_reset_login_backend = LOGIN_BACKEND
+
+    def form_valid(self, form: SetPasswordForm) -> HttpResponse:
+        response = super().form_valid(form)
+        messages.success(self.request, _("Su contraseña quedó guardada. Le damos la bienvenida al portal."))
+        return response
