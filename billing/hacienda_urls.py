@@ -16,4 +16,7 @@ urlpatterns = [
     path("agua/importar/", views.water_import, name="water-import"),
     path("agua/facturar/", views.water_bill, name="water-bill"),
     path("cierres/", views.closures, name="closures"),
+    path("avisos/", views.bill_batches, name="bill-batches"),
+    path("avisos/<int:pk>/", views.bill_batch, name="bill-batch"),
+    path("avisos/<int:pk>/parte/<int:index>/", views.bill_batch_part, name="bill-batch-part"),
 ]

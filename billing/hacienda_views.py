@@ -337,3 +337,55 @@ def closures(request: HttpRequest) -> HttpResponse:
     return render(request, "billing/hacienda/closures.html", {
         "form": form, "closures": OfficeClosure.objects.select_related("created_by").order_by("-day"),
     })
+
+
+# --- Bulk printing of bills -------------------------------------------------------------------
+
+
+@role_required(HACIENDA)
+def bill_batches(request: HttpRequest) -> HttpResponse:
+    """Hacienda prints a semester's bills as merged PDFs made by a background job."""
+    from levy.models import FiscalYear
+
+    from . import documents
+    from .models import BillBatch
+
+    years = list(FiscalYear.objects.filter(levies__status="final").distinct().values_list("label", flat=True))
+    error = ""
+    if request.method == "POST":
+        try:
+            number = int(request.POST.get("number", "0"))
+            prefix = request.POST.get("parcel_prefix", "").strip()
+            batch = documents.bill_batch_start(request.user, request.POST.get("fiscal_year", ""), number,
+                                               {"parcel_prefix": prefix} if prefix else None)
+        except (ValueError, services.BillingError) as exc:
+            error = str(exc) if isinstance(exc, services.BillingError) else _("Elija el plazo 1 (julio) o 2 (enero).")
+        else:
+            return redirect("collections:bill-batch", pk=batch.pk)
+    batches = BillBatch.objects.select_related("fiscal_year", "job", "created_by").order_by("-created_at")[:20]
+    return render(request, "billing/hacienda/bill_batches.html", {"years": years, "batches": batches, "error": error,
+                                                                  "posted": request.POST})
+
+
+@role_required(HACIENDA)
+def bill_batch(request: HttpRequest, pk: int) -> HttpResponse:
+    from .models import BillBatch
+
+    batch = get_object_or_404(BillBatch.objects.select_related("fiscal_year", "job"), pk=pk)
+    parts = list(batch.parts.all())
+    return render(request, "billing/hacienda/bill_batch.html", {
+        "batch": batch, "job": batch.job, "parts": parts, "bills": batch.bills.count(),
+        "running": batch.job is not None and batch.job.status in ("queued", "running"),
+    })
+
+
+@role_required(HACIENDA)
+def bill_batch_part(request: HttpRequest, pk: int, index: int) -> HttpResponse:
+    """One merged PDF of a batch, served as stored."""
+    from django.http import FileResponse
+
+    from .models import BillBatchPart
+
+    part = get_object_or_404(BillBatchPart, batch_id=pk, index=index)
+    return FileResponse(part.pdf.open("rb"), content_type="application/pdf", as_attachment=True,
+                        filename=f"avisos-lote{pk}-parte{index:03d}.pdf")

@@ -344,3 +344,25 @@ def test_closure_add_and_duplicate(client, staff, clock):
     assert again.status_code == 200 and again.context["form"].errors
     assert OfficeClosure.objects.count() == 1
     assert client.post(url, {"day": "", "reason": ""}).status_code == 200
+
+
+@pytest.mark.django_db
+def test_bulk_printing_from_the_page(client, district_1, staff, django_capture_on_commit_callbacks):
+    from pypdf import PdfReader
+
+    from billing.models import Bill, BillBatch
+
+    client.force_login(staff["collector"])
+    assert client.get(reverse("collections:bill-batches")).status_code == 403
+    client.force_login(staff["hacienda"])
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post(reverse("collections:bill-batches"), {"fiscal_year": "2026-2027", "number": "1"})
+    batch = BillBatch.objects.get()
+    assert response.status_code == 302 and Bill.objects.filter(batch=batch).count() == 5
+    page = client.get(reverse("collections:bill-batch", args=[batch.pk])).content.decode()
+    assert "5 avisos listos" in page
+    part = client.get(reverse("collections:bill-batch-part", args=[batch.pk, batch.parts.first().index]))
+    assert part["Content-Type"] == "application/pdf"
+    assert len(PdfReader(io.BytesIO(b"".join(part.streaming_content))).pages) == 5
+    bad = client.post(reverse("collections:bill-batches"), {"fiscal_year": "2030-2031", "number": "1"})
+    assert bad.status_code == 200 and "2030-2031" in bad.content.decode()
