@@ -242,3 +242,21 @@ def refund(request: HttpRequest, pk: int) -> HttpResponse:
     else:
         messages.error(request, _("Indique la cantidad y la razón del reembolso."))
     return redirect("billing:statement", pk=parcel.pk)
+
+
+@role_required(*READERS)
+def receipt_pdf(request: HttpRequest, pk: int) -> HttpResponse:
+    """The receipt's PDF as issued (stored bytes), or with ``?copia=1`` a reprint stamped COPIA
+    with today's date. Same access as the receipt page (a landowner: only their own, else 404)."""
+    from django.http import HttpResponse as PdfResponse
+
+    from . import documents
+
+    receipt = get_receipt_for_user(request.user, pk)
+    document = documents.receipt_document(receipt)
+    copy = request.GET.get("copia") == "1"
+    data = documents.document_copy(document) if copy else documents.document_pdf(document)
+    response = PdfResponse(data, content_type="application/pdf")
+    suffix = "-copia" if copy else ""
+    response["Content-Disposition"] = f'attachment; filename="recibo-{receipt.display_number}{suffix}.pdf"'
+    return response

@@ -176,3 +176,39 @@ def test_a_late_payment_shows_the_surcharge_on_statement_and_receipt(visit):
     _pay_at_counter(visit, "P5", None)
     receipt = visit.page.inner_text("main")
     assert f"${july.surcharge:,.2f}" in receipt and "½%" in receipt
+
+
+def test_landowner_sees_only_their_two_parcels_and_downloads_a_receipt_pdf(visit, tmp_path):
+    import io
+
+    from django.contrib.auth import get_user_model
+    from pypdf import PdfReader
+
+    from billing import services
+    from parcels.models import Owner
+
+    _finalized_district()
+    carmen = Owner.objects.get(owner_key="OW-1")  # P1 (credit 25% set below) and P2
+    Parcel.objects.filter(parcel_id="P1").update(credit_percent=Decimal("25"))  # for the credit line of a later roll
+    user_create(username="carmen", role="landowner", password=PASSWORD, owner=carmen)
+    users("collector")
+    collector = get_user_model().objects.get(username="u_collector")
+    p1 = Parcel.objects.get(parcel_id="P1")
+    services.payment_record(acting_user=collector, parcel=p1, amount=Decimal("500.00"), paid_on=date(2026, 7, 10))
+    visit.login("carmen", PASSWORD)
+    home = visit.page.inner_text("main")
+    assert "P1" in home and "P2" in home and "P3" not in home and "P4" not in home
+    visit.page.get_by_role("link", name="Recibo LAJ-2026-2027-000001").click()
+    visit.page.wait_for_load_state()
+    visit.check()
+    with visit.page.expect_download() as download_info:
+        visit.page.get_by_role("link", name="Descargar el recibo (PDF)").click()
+    path = tmp_path / "recibo.pdf"
+    download_info.value.save_as(path)
+    text = "".join(page.extract_text() for page in PdfReader(io.BytesIO(path.read_bytes())).pages)
+    assert "LAJ-2026-2027-000001" in text and "$18,360.00" in text  # P1's O&M charge (¶9)
+    assert "Crédito por derechos de agua cedidos" in text or "crédito" in text.lower()
+    # another owner's parcel is a 404, even by guessing its address
+    p3 = Parcel.objects.get(parcel_id="P3")
+    response = visit.page.goto(visit.base + f"/predios/{p3.pk}/")
+    assert response.status == 404
