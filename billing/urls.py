@@ -9,6 +9,7 @@ urlpatterns = [
     path("predio/<int:pk>/estado/", views.statement, name="statement"),
     path("recibo/<int:pk>/", views.receipt, name="receipt"),
     path("recibo/<int:pk>/pdf/", views.receipt_pdf, name="receipt-pdf"),
+    path("documento/<int:pk>/pdf/", views.document_pdf, name="document-pdf"),
     path("pago/<int:pk>/anular/", views.void, name="void"),
     path("cuadre/", views.day_report, name="day-report"),
     path("cuadre/cerrar/", views.day_close, name="day-close"),

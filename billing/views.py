@@ -24,7 +24,7 @@ from parcels.roles import COLLECTOR, LANDOWNER, SUPERVISOR, has_role, role_requi
 from . import selectors, services
 from .access import RECEIPT_STAFF, get_receipt_for_user
 from .forms import CounterSearchForm, DayCloseForm, DayReportForm, PaymentForm, RefundForm, StatementDateForm, VoidForm
-from .models import DayClose, Office, Payment
+from .models import DayClose, IssuedDocument, Office, Payment
 
 COUNTER_ROLES = (COLLECTOR, SUPERVISOR)
 READERS = (*RECEIPT_STAFF, LANDOWNER)  # landowners reach only their own (404 otherwise)
@@ -158,6 +158,9 @@ def statement(request: HttpRequest, pk: int) -> HttpResponse:
         "parcel": parcel, "statement": selectors.statement_for(parcel=parcel, as_of=as_of), "form": form, "today": today,
         "payments": selectors.parcel_payments(parcel=parcel, until=as_of),
         "can_collect": has_role(request.user, *COUNTER_ROLES),
+        # Bills and debt certificates follow the parcel (its debts stay with the land, ¶11).
+        "documents": IssuedDocument.objects.filter(parcel=parcel, kind__in=["bill", "certificate"])
+        .defer("pdf").order_by("-created_at")[:50],
     })
 
 
@@ -259,4 +262,18 @@ def receipt_pdf(request: HttpRequest, pk: int) -> HttpResponse:
     response = PdfResponse(data, content_type="application/pdf")
     suffix = "-copia" if copy else ""
     response["Content-Disposition"] = f'attachment; filename="recibo-{receipt.display_number}{suffix}.pdf"'
+    return response
+
+
+@role_required(*READERS)
+def document_pdf(request: HttpRequest, pk: int) -> HttpResponse:
+    """A bill's or debt certificate's PDF as stored, for staff and for the parcel's current owner
+    (404 for anyone else); receipts go through ``receipt_pdf`` (they follow the payer)."""
+    from django.http import HttpResponse as PdfResponse
+
+    document = get_object_or_404(IssuedDocument.objects.defer("pdf"), pk=pk, kind__in=["bill", "certificate"])
+    get_parcel_for_user(request.user, document.parcel_id)  # 404 unless staff or the parcel's owner
+    document = IssuedDocument.objects.get(pk=document.pk)
+    response = PdfResponse(bytes(document.pdf), content_type="application/pdf")
+    response["Content-Disposition"] = f'attachment; filename="{document.kind}-{document.number}.pdf"'
     return response

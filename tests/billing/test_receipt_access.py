@@ -50,3 +50,27 @@ def test_supervisor_closes_the_day_and_refunds_credit_from_the_pages(client, dis
     assert "Reembolsar" in page
     client.post(reverse("billing:refund", args=[p3.pk]), {"amount": "20.00", "reason": "Pagó de más"})
     assert Refund.objects.get().amount.amount == Decimal("20.00")
+
+
+@pytest.mark.django_db
+def test_landowner_downloads_their_bills_and_certificates_and_no_one_elses(client, district_1, staff, make_user, owner_a, owner_b):
+    from billing import documents
+    from billing.models import IssuedDocument
+
+    p1 = Parcel.objects.get(parcel_id="P1")
+    charge = p1.charges.get(number=1)
+    documents.bill_issue(acting_user=staff["hacienda"], charge=charge)
+    services.certificate_issue(acting_user=staff["hacienda"], parcel=p1, as_of=date(2026, 10, 1))
+    mine = make_user("carmen", "landowner", owner_a)
+    other = make_user("luis", "landowner", owner_b)
+    client.force_login(mine)
+    page = client.get(reverse("billing:statement", args=[p1.pk])).content.decode()
+    docs = IssuedDocument.objects.filter(parcel=p1, kind__in=["bill", "certificate"])
+    assert docs.count() == 2
+    for doc in docs:
+        assert reverse("billing:document-pdf", args=[doc.pk]) in page
+        response = client.get(reverse("billing:document-pdf", args=[doc.pk]))
+        assert response.status_code == 200 and response.content.startswith(b"%PDF")
+    client.force_login(other)
+    for doc in docs:
+        assert client.get(reverse("billing:document-pdf", args=[doc.pk])).status_code == 404
