@@ -1,0 +1,55 @@
+"""axe-core over every page, for the role that uses it, in Spanish and in English."""
+
+from __future__ import annotations
+
+from datetime import date
+from decimal import Decimal
+
+import pytest
+from django.contrib.auth import get_user_model
+
+from billing import services
+from parcels.models import Owner, Parcel
+from parcels.services import user_create
+from tests.browser.test_journeys import PASSWORD, _finalized_district
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+def pages(p1: Parcel, owner: Owner, receipt_pk: int) -> dict[str, list[str]]:
+    return {
+        "authority": ["/", "/predios/", f"/predios/{p1.pk}/", "/predios/nuevo/", f"/predios/{p1.pk}/editar/",
+                      f"/predios/{p1.pk}/traspaso/", "/duenos/", f"/duenos/{owner.pk}/", "/duenos/nuevo/", "/importar/",
+                      "/auditoria/", "/contribucion/", "/contribucion/2026-2027/estimados/", "/contribucion/parametros/",
+                      "/contribucion/2026-2027/simulacion/", "/cobros/agua/", "/cobros/resumen/", "/portal/invitar/"],
+        "hacienda": ["/contribucion/2026-2027/hoja/", "/contribucion/2026-2027/padron/", "/contribucion/2026-2027/correcciones/",
+                     "/cobros/morosos/", f"/cobros/predio/{p1.pk}/embargo/", f"/cobros/predio/{p1.pk}/certificaciones/",
+                     "/cobros/cierres/", "/cobros/avisos/", f"/colecturia/recibo/{receipt_pk}/"],
+        "collector": ["/colecturia/", "/colecturia/?q=P1", f"/colecturia/predio/{p1.pk}/", f"/colecturia/predio/{p1.pk}/estado/",
+                      "/colecturia/cuadre/"],
+        "landowner": ["/", f"/predios/{p1.pk}/", f"/colecturia/predio/{p1.pk}/estado/", f"/colecturia/recibo/{receipt_pk}/"],
+        "anonymous": ["/cuenta/entrar/", "/portal/crear-cuenta/", "/cuenta/clave/olvido/"],
+    }
+
+
+@pytest.mark.parametrize("language", ["es-pr", "en"])
+def test_every_page_passes_axe_in_both_languages(visit, language):
+    _finalized_district()
+    owner = Owner.objects.get(owner_key="OW-1")
+    for role in ("collector", "landowner"):
+        user_create(username=f"a11y_{role}", role=role, password=PASSWORD, owner=owner if role == "landowner" else None)
+    p1 = Parcel.objects.get(parcel_id="P1")
+    collector = get_user_model().objects.get(username="a11y_collector")
+    receipt = services.payment_record(acting_user=collector, parcel=p1, amount=Decimal("100.00"), paid_on=date(2026, 7, 10))
+    logins = {"authority": "u_authority", "hacienda": "u_hac_a", "collector": "a11y_collector", "landowner": "a11y_landowner"}
+    for role, urls in pages(p1, owner, receipt.pk).items():
+        visit.page.context.clear_cookies()
+        visit.page.context.add_cookies([{"name": "django_language", "value": language, "url": visit.base}])
+        if role != "anonymous":
+            visit.login(logins[role], PASSWORD)
+        for url in urls:
+            response = visit.page.goto(visit.base + url)
+            assert response.status == 200, (role, url, response.status)
+            expected = "en" if language == "en" else "es-PR"
+            assert visit.page.get_attribute("html", "lang") == expected, url
+            visit.check()
