@@ -5,11 +5,12 @@ from __future__ import annotations
 import os
 import platform
 
+import bench_documents
 import bench_registry_and_roll
 
 
 def main() -> None:
-    rows = bench_registry_and_roll.main()
+    rows = bench_registry_and_roll.main() + bench_documents.main()
     print()
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}")
     width = max(len(label) for label, _ in rows)

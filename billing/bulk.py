@@ -19,7 +19,8 @@ import functools
 import logging
 import os
 import tempfile
-from collections.abc import Iterator, Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor, Future, ProcessPoolExecutor
 from dataclasses import dataclass
 from datetime import date
@@ -131,8 +132,10 @@ def part_store(*, batch: BillBatch, merging: Merging) -> BillBatchPart:
 
 
 def bill_batch_run(*, batch: BillBatch, progress: JobProgress | None = None, processes: int | None = None,
-                   issued_on: date | None = None) -> dict[str, Any]:
-    """Make (or finish) a batch: issue its bills and write its parts. Safe to run again."""
+                   issued_on: date | None = None, heartbeat: Callable[[], None] | None = None) -> dict[str, Any]:
+    """Make (or finish) a batch: issue its bills and write its parts. Safe to run again, even
+    alongside another run of the same batch (the second only skips what the first did).
+    ``heartbeat`` is called after every chunk."""
     charge_ids = list(documents.bill_batch_charges(batch).values_list("pk", flat=True))
     total = len(charge_ids)
     issued_on = issued_on or timezone.localdate(batch.created_at)
@@ -156,6 +159,8 @@ def bill_batch_run(*, batch: BillBatch, progress: JobProgress | None = None, pro
                     issued += documents.bill_batch_issue(batch=batch, charge_ids=chunk, issued_on=issued_on, render_many=renderer)
                     if progress is not None:
                         progress.set(done + part_ids.index(chunk[-1]) + 1, total)
+                    if heartbeat is not None:
+                        heartbeat()
                     store_merged(wait=False)
                 merging.append(part_write(batch=batch, index=index, charge_ids=part_ids, renderer=renderer))
             done += len(part_ids)
@@ -176,5 +181,14 @@ def bill_batch_run(*, batch: BillBatch, progress: JobProgress | None = None, pro
 
 @job_handler("bill_batch")
 def bill_batch_job(job: Job, progress: JobProgress) -> dict:
+    """A semester's bills take longer than ``parcels.jobs.STALE_AFTER``: the job's ``started_at``
+    is moved forward as it goes, so another worker does not take it for dead and start over."""
     batch = BillBatch.objects.select_related("fiscal_year").get(pk=job.payload["batch_id"])
-    return bill_batch_run(batch=batch, progress=progress, processes=job.payload.get("processes"))
+    last = [time.monotonic()]
+
+    def heartbeat() -> None:
+        if time.monotonic() - last[0] > 60:
+            Job.objects.filter(pk=job.pk, status=Job.Status.RUNNING).update(started_at=timezone.now())
+            last[0] = time.monotonic()
+
+    return bill_batch_run(batch=batch, progress=progress, processes=job.payload.get("processes"), heartbeat=heartbeat)

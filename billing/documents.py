@@ -21,6 +21,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import io
+import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import date
@@ -151,8 +152,6 @@ def receipt_document_store(receipt: Receipt, *, lang: str | None = None) -> Issu
 
 def receipt_by_number(number: str) -> Receipt:
     """A receipt by its number as printed (``LAJ-2026-2027-000001``)."""
-    import re
-
     match = re.fullmatch(r"(?P<office>.+)-(?P<year>\d{4}-\d{4})-(?P<n>\d{1,9})", number.strip())
     receipt = None
     if match:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import atexit
 import io
 import os
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -92,22 +93,34 @@ def render_setup() -> RenderSetup:
                        css=render_to_string("billing/pdf/document.css", {"pdf_font_dir": font_dir().as_uri()}))
 
 
-_compiled: dict[RenderSetup, tuple[Any, Any]] = {}
-atexit.register(_compiled.clear)  # let the font configurations go while WeasyPrint is still loaded
+_compiled = threading.local()
+_all_compiled: list[dict] = []
+
+
+@atexit.register
+def _forget_stylesheets() -> None:
+    """Let the font configurations go while WeasyPrint is still loaded (not at interpreter teardown)."""
+    for compiled in _all_compiled:
+        compiled.clear()
 
 
 def _stylesheet(setup: RenderSetup) -> tuple[Any, Any]:
-    """The shared stylesheet parsed once per process, with the font configuration that holds its
-    ``@font-face`` fonts (WeasyPrint lets documents share both)."""
-    if setup not in _compiled:
+    """The shared stylesheet parsed once per process and thread, with the font configuration that
+    holds its ``@font-face`` fonts (WeasyPrint lets documents share both; threads do not share
+    them, Pango and fontconfig objects being what they are)."""
+    compiled = getattr(_compiled, "sheets", None)
+    if compiled is None:
+        compiled = _compiled.sheets = {}
+        _all_compiled.append(compiled)
+    if setup not in compiled:
         from weasyprint import CSS
         from weasyprint.text.fonts import FontConfiguration
 
         font_config = FontConfiguration()
         css = CSS(string=setup.css, base_url=Path(setup.static_root).as_uri() + "/", url_fetcher=_fetcher(setup.static_root),
                   font_config=font_config)
-        _compiled[setup] = (css, font_config)
-    return _compiled[setup]
+        compiled[setup] = (css, font_config)
+    return compiled[setup]
 
 
 def _local_only(url: str, timeout: int = 10, ssl_context: Any = None) -> Any:
