@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import base64
 import re
-import sys
-import types
 
 import pytest
 from django.conf import settings
@@ -34,20 +32,10 @@ def expected_code(parcel_id: str, owner_key: str) -> str:
 
 
 @pytest.fixture(autouse=True)
-def access_codes(monkeypatch):
-    """The real ``portal_access_code`` when ``billing.documents`` has it, else a stand-in with the
-    same formula (the function is being written alongside this code). Yields whether it is real.
-    The claim throttle lives in the cache, so each test starts and ends with it empty."""
+def access_codes():
+    """The claim throttle lives in the cache, so each test starts and ends with it empty."""
     cache.clear()
-    try:
-        from billing.documents import portal_access_code  # noqa: F401
-        real = True
-    except ImportError:
-        stand_in = types.ModuleType("billing.documents")
-        stand_in.portal_access_code = expected_code
-        monkeypatch.setitem(sys.modules, "billing.documents", stand_in)
-        real = False
-    yield real
+    yield
     cache.clear()
 
 
@@ -240,8 +228,6 @@ def test_claim_checks_the_password_in_spanish_before_the_code(client, parcel_a):
 
 @pytest.mark.django_db
 def test_access_code_contract_matches_billing_documents(access_codes):
-    if not access_codes:
-        pytest.skip("billing.documents.portal_access_code is not there yet; the tests use the formula")
     from billing.documents import portal_access_code
 
     assert portal_access_code("LAJ-A1", "OWN-A") == expected_code("LAJ-A1", "OWN-A")
