@@ -22,7 +22,7 @@ import base64
 import hashlib
 import io
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import date
 from decimal import Decimal
@@ -36,7 +36,7 @@ from django.urls import NoReverseMatch, reverse
 from django.utils import timezone
 from django.utils.crypto import salted_hmac
 from django.utils.dateformat import format as date_format
-from django.utils.translation import get_language, ngettext
+from django.utils.translation import get_language
 from django.utils.translation import gettext as _
 
 from levy.models import FiscalYear, Levy
@@ -46,7 +46,7 @@ from parcels.templatetags.lajas import money
 
 from . import pdf, services
 from .models import Bill, BillBatch, Charge, DebtCertificate, DocumentSeries, IssuedDocument, Receipt
-from .services import BillingError
+from .services import BillingError, rate_label, surcharge_text
 
 VERIFY_SALT = "lajas.verify"
 PORTAL_SALT = "lajas.portal-access"
@@ -88,11 +88,6 @@ def portal_url() -> str:
 
 def long_date(day: date | None, lang_key: str) -> str:
     return date_format(day, pdf.LONG_DATE[lang_key]) if day else ""
-
-
-def rate_label(rate: Decimal) -> str:
-    """¶12: ``½%`` for the statutory rate, else the percentage."""
-    return "½%" if rate == Decimal("0.005") else f"{rate * 100:g}%"
 
 
 # --- Storing ----------------------------------------------------------------------------------
@@ -184,27 +179,6 @@ def _billable(charge: Charge | int) -> Charge:
     return charge
 
 
-def _surcharge_groups(state: Any) -> list[list]:
-    """¶12: runs of months with the same unpaid principal, ``[[months, "unpaid"], …]``."""
-    groups: list[list] = []
-    for _start, unpaid in state.surcharge_basis:
-        if groups and groups[-1][1] == str(unpaid):
-            groups[-1][0] += 1
-        else:
-            groups.append([1, str(unpaid)])
-    return groups
-
-
-def surcharge_text(groups: Iterable[Sequence], rate: Decimal) -> str:
-    """How a surcharge was counted, in the active language (the statement's own words)."""
-    percent = rate_label(rate)
-    return " + ".join(
-        ngettext("%(rate)s × %(n)s mes sobre %(amount)s", "%(rate)s × %(n)s meses sobre %(amount)s", months)
-        % {"rate": percent, "n": months, "amount": f"${Decimal(unpaid):,.2f}"}
-        for months, unpaid in groups
-    )
-
-
 @dataclass(frozen=True)
 class AccountFacts:
     """What a bill needs of the parcel's account as of its issue date."""
@@ -266,7 +240,7 @@ def bill_snapshot(*, charge: Charge, issued_on: date, facts: AccountFacts | None
         "last_day_to_pay": state.last_day.isoformat(),
         "as_of": issued_on.isoformat(),
         "surcharge": str(state.surcharge),
-        "surcharge_groups": _surcharge_groups(state),
+        "surcharge_groups": services.surcharge_groups(state),
         "surcharge_rate": str(facts.rate),
         "grace_days": facts.grace_days,
         "paid": str(state.paid),

@@ -6,7 +6,7 @@ user: ``installments_issue`` (at roll finalization), ``payment_record`` (the cou
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import date, timedelta
 from decimal import Decimal, InvalidOperation
@@ -219,25 +219,36 @@ def account_states(
     return accounts
 
 
-def surcharge_explanation(charge_state: rules.ChargeState, rate: Decimal) -> str:
-    """¶12: how a surcharge was counted, e.g. "½% × 2 meses sobre $6,930.90"."""
-    if not charge_state.surcharge_basis:
-        return ""
+def rate_label(rate: Decimal) -> str:
+    """¶12: ``½%`` for the statutory rate, else the percentage."""
+    return "½%" if rate == Decimal("0.005") else f"{rate * 100:g}%"
+
+
+def surcharge_groups(charge_state: rules.ChargeState) -> list[list]:
+    """¶12: runs of months with the same unpaid principal, ``[[months, "unpaid"], …]`` (JSON-ready)."""
     groups: list[list] = []
     for _start, unpaid in charge_state.surcharge_basis:
         if groups and groups[-1][1] == unpaid:
             groups[-1][0] += 1
         else:
             groups.append([1, unpaid])
+    return [[months, str(unpaid)] for months, unpaid in groups]
+
+
+def surcharge_text(groups: Iterable[Sequence], rate: Decimal) -> str:
+    """How a surcharge was counted, in the active language, e.g. "½% × 2 meses sobre $6,930.90"."""
     from django.utils.translation import ngettext
 
-    percent = "½%" if rate == Decimal("0.005") else f"{rate * 100:g}%"
-    parts = [
+    return " + ".join(
         ngettext("%(rate)s × %(n)s mes sobre %(amount)s", "%(rate)s × %(n)s meses sobre %(amount)s", months)
-        % {"rate": percent, "n": months, "amount": f"${unpaid:,.2f}"}
+        % {"rate": rate_label(rate), "n": months, "amount": f"${Decimal(unpaid):,.2f}"}
         for months, unpaid in groups
-    ]
-    return " + ".join(parts)
+    )
+
+
+def surcharge_explanation(charge_state: rules.ChargeState, rate: Decimal) -> str:
+    """¶12: how a charge's surcharge was counted (empty when none accrued)."""
+    return surcharge_text(surcharge_groups(charge_state), rate)
 
 
 def statement(*, parcel: Parcel, as_of: date) -> dict[str, Any]:
