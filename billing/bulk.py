@@ -30,6 +30,7 @@ from django.conf import settings
 from django.core.files import File
 from django.db import IntegrityError, transaction
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from parcels.jobs import JobProgress, job_handler
 from parcels.models import Job
@@ -66,12 +67,12 @@ class Renderer:
         render = functools.partial(pdf.html_to_one_page_pdf, setup=pdf.render_setup())
         return list(pool.map(render, htmls, chunksize=max(1, len(htmls) // (2 * self.processes))))
 
-    def merge(self, datas: list[bytes], path: str) -> Future:
+    def merge(self, datas: list[bytes], path: str, title: str = "") -> Future:
         pool = self._executor()
         if pool is not None:
-            return pool.submit(pdf.merge_pdfs, datas, path)
+            return pool.submit(pdf.merge_pdfs, datas, path, title)
         done: Future = Future()
-        done.set_result(pdf.merge_pdfs(datas, path))
+        done.set_result(pdf.merge_pdfs(datas, path, title))
         return done
 
     def close(self) -> None:
@@ -109,7 +110,9 @@ def part_write(*, batch: BillBatch, index: int, charge_ids: Sequence[int], rende
     datas = part_pdfs(batch=batch, charge_ids=charge_ids)
     handle = tempfile.NamedTemporaryFile(prefix=f"lote{batch.pk}-parte{index + 1:03d}-", suffix=".pdf", delete=False)
     handle.close()
-    return Merging(index=index, path=handle.name, future=renderer.merge(datas, handle.name))
+    title = _("Avisos de contribución %(fy)s, plazo %(n)s, lote %(batch)s, parte %(part)s") % {
+        "fy": batch.fiscal_year.label, "n": batch.number, "batch": batch.pk, "part": index + 1}
+    return Merging(index=index, path=handle.name, future=renderer.merge(datas, handle.name, title))
 
 
 def part_store(*, batch: BillBatch, merging: Merging) -> BillBatchPart:

@@ -192,18 +192,30 @@ def html_to_one_page_pdf(html: str, setup: RenderSetup | None = None) -> bytes:
     return html_to_pdf(html, pages=1, setup=setup)
 
 
-def merge_pdfs(datas: list[bytes], path: str) -> int:
-    """Write the pages of ``datas`` (PDFs), in order, to the file ``path``; return the page count.
-    Needs neither Django nor the database (the bulk printing job runs it in a worker process)."""
-    from pypdf import PdfReader, PdfWriter
+def merge_pdfs(datas: list[bytes], path: str, title: str = "", lang: str = "es-PR") -> int:
+    """Write the pages of ``datas`` (PDFs), in order, to the file ``path`` titled ``title``;
+    return the page count.
+    Needs neither Django nor the database (the bulk printing job runs it in a worker process).
+    qpdf (through pikepdf) copies a page in about a millisecond, pypdf took twenty: it was a fifth
+    of the bulk printing's time. The merged part is a file for the print shop: its pages keep
+    their content, not the bills' structure trees (each bill's own stored PDF stays tagged)."""
+    import pikepdf
 
-    writer = PdfWriter()
-    for data in datas:
-        for page in PdfReader(io.BytesIO(data)).pages:
-            writer.add_page(page)
-    with open(path, "wb") as handle:
-        writer.write(handle)
-    return len(writer.pages)
+    with pikepdf.Pdf.new() as merged:
+        sources = []
+        try:
+            for data in datas:
+                source = pikepdf.Pdf.open(io.BytesIO(data))
+                sources.append(source)
+                merged.pages.extend(source.pages)
+            if title:
+                merged.docinfo["/Title"] = title
+            merged.Root.Lang = pikepdf.String(lang)
+            merged.save(path, compress_streams=True, object_stream_mode=pikepdf.ObjectStreamMode.generate)
+        finally:
+            for source in sources:
+                source.close()
+        return len(merged.pages)
 
 
 def render_pdf(template: str, context: dict[str, Any], *, title: str, lang: str | None = None,

@@ -395,6 +395,9 @@ def test_bulk_batch_parts_and_a_restart_duplicate_nothing(district_1, staff, mon
         with part.pdf.open("rb") as handle:
             data = handle.read()
         assert page_count(data) == part.pages <= bulk.PART_PAGES
+        merged = PdfReader(io.BytesIO(data))
+        assert merged.metadata.title == f"Avisos de contribución 2026-2027, plazo 1, lote {batch.pk}, parte {part.index + 1}"
+        assert merged.trailer["/Root"]["/Lang"] == "es-PR"
         texts.append(text_of(data))
     order = re.findall(r"Número de catastro (P\d)", flat(" ".join(texts)))
     assert order == ["P1", "P2", "P3", "P4", "P5"]
