@@ -9,7 +9,8 @@ from .settings import *  # noqa: E402,F403
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
-MEDIA_ROOT = Path(tempfile.mkdtemp(prefix="lajas-media-"))  # noqa: F405
+# A test that starts a worker process hands it its MEDIA_ROOT through TEST_MEDIA_ROOT.
+MEDIA_ROOT = Path(os.environ.get("TEST_MEDIA_ROOT") or tempfile.mkdtemp(prefix="lajas-media-"))  # noqa: F405
 STATIC_ROOT = Path(tempfile.mkdtemp(prefix="lajas-static-"))  # noqa: F405
 JOBS_RUN_INLINE = True
 DEMO_DATA_ALLOWED = True

@@ -3,8 +3,9 @@
 ``job_enqueue`` stores a row; the worker (``manage.py run_worker``) claims rows with
 ``SELECT … FOR UPDATE SKIP LOCKED`` so two workers never take the same job. Handlers are
 registered by kind with ``@job_handler("kind")`` and report progress through ``JobProgress``.
-A job that dies (killed worker, dropped connection) is left ``running``; the worker takes it
-again after ``STALE_AFTER`` and handlers are written to resume without duplicating work.
+A job whose worker dies is left ``running``; the worker takes it again after ``STALE_AFTER``.
+A job that loses its database connection goes back to the queue. Either way it is tried at most
+``MAX_ATTEMPTS`` times, and handlers are written to resume without duplicating work.
 With ``settings.JOBS_RUN_INLINE`` (tests) a job runs right after its transaction commits.
 """
 
@@ -17,7 +18,15 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import DEFAULT_DB_ALIAS, close_old_connections, connections, transaction
+from django.db import (
+    DEFAULT_DB_ALIAS,
+    InterfaceError,
+    OperationalError,
+    close_old_connections,
+    connection,
+    connections,
+    transaction,
+)
 from django.utils import timezone
 
 from .models import Job
@@ -74,6 +83,11 @@ def job_claim() -> Job | None:
     """Take the oldest queued job, or a running one whose worker died long ago."""
     stale = timezone.now() - STALE_AFTER
     with transaction.atomic():
+        # Its worker died on the last attempt: failed, not left ``running`` for the page to wait on.
+        Job.objects.filter(status=Job.Status.RUNNING, started_at__lt=stale, attempts__gte=MAX_ATTEMPTS).update(
+            status=Job.Status.FAILED, error=f"the worker stopped during each of {MAX_ATTEMPTS} attempts",
+            finished_at=timezone.now(),
+        )
         job = (
             Job.objects.select_for_update(skip_locked=True)
             .filter(status=Job.Status.QUEUED)
@@ -98,7 +112,8 @@ def job_run(job_id: int) -> Job:
     """Run one job to the end; failures are stored on the job, never raised to the caller."""
     job = Job.objects.get(pk=job_id)
     if job.status == Job.Status.QUEUED:
-        Job.objects.filter(pk=job.pk).update(status=Job.Status.RUNNING, started_at=timezone.now(), attempts=job.attempts + 1)
+        job.attempts += 1
+        Job.objects.filter(pk=job.pk).update(status=Job.Status.RUNNING, started_at=timezone.now(), attempts=job.attempts)
     progress = JobProgress(job)
     try:
         handler = HANDLERS.get(job.kind)
@@ -107,8 +122,18 @@ def job_run(job_id: int) -> Job:
         result = handler(job, progress)
     except Exception as exc:  # the job records its own failure for the page that waits on it
         logger.exception("job %s (%s) failed", job.pk, job.kind)
+        # A lost connection (or a shutdown, deadlock, timeout) says nothing about the job, whose
+        # transaction was rolled back: it goes back to the queue, up to MAX_ATTEMPTS, and its
+        # status is written on a fresh connection. COPY raises psycopg's errors unwrapped.
+        database = connection.Database
+        transient = (OperationalError, InterfaceError, database.OperationalError, database.InterfaceError)
+        retry = isinstance(exc, transient) and job.attempts < MAX_ATTEMPTS
+        if isinstance(exc, transient) and not connection.in_atomic_block:
+            connection.errors_occurred = True
+            connection.close_if_unusable_or_obsolete()
         Job.objects.filter(pk=job.pk).update(
-            status=Job.Status.FAILED, error=f"{exc}\n{traceback.format_exc(limit=3)}", finished_at=timezone.now()
+            status=Job.Status.QUEUED if retry else Job.Status.FAILED, error=f"{exc}\n{traceback.format_exc(limit=3)}",
+            finished_at=None if retry else timezone.now(),
         )
     else:
         Job.objects.filter(pk=job.pk).update(status=Job.Status.DONE, result=result or {}, finished_at=timezone.now())
