@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from django.db import transaction
+
 from .imports import parse_parcel_csv
 from .jobs import JobProgress, job_handler
 from .models import ImportUpload, Job
@@ -47,13 +49,14 @@ def apply_upload(job: Job, progress: JobProgress) -> dict:
     with upload.file.open("rb") as handle:
         data = handle.read()
     progress.set(0, 1)
-    result = parcels_import(acting_user=job.created_by, data=data, source=f"upload {upload.pk} {upload.original_name}")
-    if result.ok:
-        upload.status = ImportUpload.Status.APPLIED
-        upload.summary = result.summary
-    else:
-        upload.status = ImportUpload.Status.REJECTED
-        upload.errors = [{"line": e.line, "column": e.column, "message": e.message} for e in result.errors]
-    upload.save(update_fields=["status", "summary", "errors"])
+    with transaction.atomic():  # the parcels and the upload's "applied" together: a retry never imports twice
+        result = parcels_import(acting_user=job.created_by, data=data, source=f"upload {upload.pk} {upload.original_name}")
+        if result.ok:
+            upload.status = ImportUpload.Status.APPLIED
+            upload.summary = result.summary
+        else:
+            upload.status = ImportUpload.Status.REJECTED
+            upload.errors = [{"line": e.line, "column": e.column, "message": e.message} for e in result.errors]
+        upload.save(update_fields=["status", "summary", "errors"])
     progress.set(1, 1)
     return {"status": upload.status}
