@@ -13,12 +13,18 @@ ROLL_COLUMNS = (
     "parcel_id", "owner_name", "gravity_acres", "pumped_acres", "equivalent_acres", "levied", "reason",
     "om_charge", "credit_percent", "credit", "net", "first_installment", "second_installment",
 )
-FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
+FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r", "\n")
 
 
 def safe_cell(value: str) -> str:
-    """Neutralize spreadsheet formulas in text cells (CSV injection): ``=HYPERLINK(…)`` → ``'=HYPERLINK(…)``."""
-    return "'" + value if value.startswith(FORMULA_PREFIXES) else value
+    r"""Neutralize spreadsheet formulas in text cells (CSV injection): ``=HYPERLINK(…)`` → ``'=HYPERLINK(…)``.
+
+    A carriage return inside the text becomes a line feed: with ``lineterminator="\n"`` Python's
+    csv writer quotes a field holding ``\n`` but not one holding a lone ``\r``, and a spreadsheet
+    starts a new row at that ``\r``, so ``x\r=1+1`` would put a live ``=1+1`` at the start of a row."""
+    if value.startswith(FORMULA_PREFIXES):
+        value = "'" + value
+    return value.replace("\r\n", "\n").replace("\r", "\n")
 
 
 def roll_rows(levy: Levy) -> Iterator[list[str]]:

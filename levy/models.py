@@ -143,7 +143,8 @@ class Estimate(models.Model):
             ),
             models.CheckConstraint(condition=Q(deficit=0) | Q(surplus=0), name="estimate_deficit_or_surplus"),
             models.CheckConstraint(
-                condition=Q(status="entered") | (Q(certified_by__isnull=False) & Q(certified_at__isnull=False)),
+                # A withdrawn estimate may never have been certified (entered again before certification).
+                condition=~Q(status="certified") | (Q(certified_by__isnull=False) & Q(certified_at__isnull=False)),
                 name="estimate_certified_has_who_and_when",
             ),
         ]

@@ -1,3 +1,4 @@
+import codecs
 from decimal import Decimal
 
 from django import forms
@@ -100,4 +101,27 @@ class ImportUploadForm(forms.Form):
         name = upload.name.lower()
         if not name.endswith((".csv", ".txt")):
             raise forms.ValidationError(_("Suba un archivo .csv."))
+        if not _is_utf8_text(upload):
+            # Refused here, before anything is stored: an image, a program or an Excel book
+            # renamed .csv is not a CSV (the parser would only reject it after it was saved).
+            raise forms.ValidationError(_(
+                "El archivo no es un CSV de texto en UTF-8. Si es una hoja de Excel, guárdela como "
+                "«CSV UTF-8 (delimitado por comas)» y súbala de nuevo."
+            ))
         return upload
+
+
+def _is_utf8_text(upload) -> bool:
+    """The whole file decodes as UTF-8 and has no NUL byte (read in chunks, then rewound)."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    try:
+        for chunk in upload.chunks():
+            if b"\x00" in chunk:
+                return False
+            decoder.decode(chunk)
+        decoder.decode(b"", final=True)
+    except UnicodeDecodeError:
+        return False
+    finally:
+        upload.seek(0)
+    return True

@@ -178,6 +178,20 @@ def test_replacing_certified_estimates_needs_a_reason(example_1, officers):
 
 
 @pytest.mark.django_db
+def test_uncertified_estimates_entered_again_are_withdrawn_not_refused(example_1, officers):
+    """¶1: until they are certified the Authority may correct its estimates; the first entry is
+    kept, withdrawn, and the database still requires who and when of a certified one."""
+    first = estimate_enter(acting_user=officers["authority"], fiscal_year="2026-2027", om_estimate=Decimal("100000.00"),
+                           reserve=Decimal("1000.00"), misc_income=Decimal("0"))
+    second = estimate_enter(acting_user=officers["authority"], fiscal_year="2026-2027", om_estimate=Decimal("100500.00"),
+                            reserve=Decimal("1000.00"), misc_income=Decimal("0"))
+    first.refresh_from_db()
+    assert (first.status, first.certified_by, second.supersedes, second.status) == ("withdrawn", None, first, "entered")
+    with pytest.raises(DatabaseError), transaction.atomic():
+        Estimate.objects.filter(pk=second.pk).update(status="certified")
+
+
+@pytest.mark.django_db
 def test_database_refuses_changes_to_a_finalized_roll(example_1, officers):
     _certified(officers)
     levy_compute(acting_user=officers["hacienda"], fiscal_year="2026-2027")

@@ -1,0 +1,397 @@
+"""Who may open every URL of the app: an authorization matrix over the URL resolver.
+
+Each named URL has one entry in ``MATRIX``: how to build its arguments from the district in
+``conftest.py`` and what each principal gets on a GET (anonymous, the six roles, and a signed-in
+user in no role). The set of names in the matrix must equal the set the resolver knows, so a new
+URL without an entry fails ``test_every_url_of_the_app_is_in_the_matrix``.
+
+The design read from the views (``role_required`` and ``parcels/billing.access``): anonymous
+visitors go to the login page except on the public pages; a signed-in user without the role gets
+403; a landowner reaches only their own parcels, statements, receipts, bills and certificates and
+gets 404 for anyone else's. For views that take a POST, every principal without the role is
+refused (403, or the login page) and nothing in the database changes, while the same POST by a
+role that may send it does write (so the refusal is not vacuous).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from django.test import Client
+from django.urls import URLPattern, URLResolver, get_resolver, reverse
+from django.utils import timezone
+
+from parcels.roles import ROLES
+
+from .conftest import (
+    ANONYMOUS,
+    DRAFT_YEAR,
+    NOROLE,
+    OPEN_YEAR,
+    PRINCIPALS,
+    YEAR,
+    World,
+    assert_security_headers,
+    changed_tables,
+    fingerprint,
+    is_login_redirect,
+    new_idempotency_key,
+    sign_in,
+    valid_import_csv,
+)
+
+LOGIN = "login"  # expected outcome: a redirect to the login page with ?next=
+STAFF = frozenset({"authority", "hacienda", "collector", "supervisor", "auditor"})
+MONEY_READERS = frozenset({"collector", "supervisor", "hacienda", "auditor"})  # billing.access.RECEIPT_STAFF
+COUNTER = frozenset({"collector", "supervisor"})
+
+# URLs left out of the matrix, each with its reason (checked by their own tests below).
+SKIPPED_NAMESPACES = {
+    "admin": "Django's admin site: it has its own gate (is_staff) and no role of the app is staff; "
+             "test_admin_site_refuses_every_role checks that gate for every principal.",
+}
+
+Expected = dict[str, Any]  # principal -> status code or LOGIN
+
+
+def by_role(allowed: frozenset[str] | set[str], *, ok: int = 200, norole: int = 403, anonymous: Any = LOGIN) -> Expected:
+    """``role_required``: anonymous → login, the allowed roles → ``ok``, anyone else → 403."""
+    expected: Expected = {ANONYMOUS: anonymous, NOROLE: norole}
+    expected.update({role: ok if role in allowed else 403 for role in ROLES})
+    return expected
+
+
+def public(status: int = 200, *, signed_in: int | None = None) -> Expected:
+    return {principal: status if principal == ANONYMOUS or signed_in is None else signed_in for principal in PRINCIPALS}
+
+
+def post_only(allowed: frozenset[str] | set[str], *, role_checked_first: bool = False) -> Expected:
+    """A GET to a POST-only view: 405 (``require_POST`` outermost), or with ``role_required``
+    outermost the usual refusals and 405 only for the roles that may POST."""
+    if role_checked_first:
+        return by_role(allowed, ok=405)
+    return dict.fromkeys(PRINCIPALS, 405)
+
+
+@dataclass(frozen=True)
+class Route:
+    get: Expected
+    targets: Callable[[World], list[dict[str, Any]]] = lambda w: [{}]  # kwargs of objects the principal may see
+    others: Callable[[World], list[dict[str, Any]]] | None = None  # another owner's objects: landowner → 404
+    post_roles: frozenset[str] | None = None  # roles that may POST; None: not a form of a role
+    post_data: Callable[[World], dict[str, Any]] = field(default=lambda w: {})
+    query: str = ""
+
+
+def pk(obj: Any) -> list[dict[str, Any]]:
+    return [{"pk": obj.pk}]
+
+
+def today() -> str:
+    return timezone.localdate().isoformat()
+
+
+def counter_payment(w: World) -> dict[str, Any]:
+    from billing import selectors
+
+    due = selectors.statement_for(parcel=w.parcels["A1"], as_of=timezone.localdate()).total_due
+    return {"amount": "10.00", "method": "cash", "reference": "", "idempotency_key": new_idempotency_key(),
+            "expected_total_due": f"{due:.2f}"}
+
+
+def current_estimate_pk(w: World) -> dict[str, Any]:
+    from levy.models import FiscalYear
+    from levy.services import current_estimate
+
+    return {"estimate": current_estimate(FiscalYear.objects.get(label=OPEN_YEAR)).pk}
+
+
+PARCEL_FORM = {"area_unit": "acre", "gravity_area": "99", "pumped_area": "0", "inclusion": "permanent",
+               "water_since": "2000-01-01", "credit_percent": "0"}
+AUTHORITY = frozenset({"authority"})
+HACIENDA = frozenset({"hacienda"})
+SUPERVISOR = frozenset({"supervisor"})
+CERTIFIERS = frozenset({"hacienda", "collector", "supervisor"})
+
+MATRIX: dict[str, Route] = {
+    # --- the project's own pages ------------------------------------------------------------------
+    "home": Route(get=by_role(STAFF | {"landowner"})),
+    "login": Route(get=public(200, signed_in=302)),  # redirect_authenticated_user
+    "logout": Route(get=public(405)),  # Django 5: POST only (and CSRF-protected)
+    "password_reset": Route(get=public()),
+    "password_reset_done": Route(get=public()),
+    "password_reset_confirm": Route(get=public(), targets=lambda w: [{"uidb64": "MQ", "token": "bad-token"}]),
+    "password_reset_complete": Route(get=public()),
+    "set_language": Route(get=public(302)),  # Django's i18n view: a GET only redirects
+    "portal:claim": Route(get=public()),
+    "portal:activate": Route(get=public(), targets=lambda w: [{"uidb64": "MQ", "token": "bad-token"}]),
+    "portal:invite": Route(get=by_role(AUTHORITY), post_roles=AUTHORITY,
+                           post_data=lambda w: {"owner_key": "OWN-B", "email": "nuevo@example.pr", "confirm": "1"}),
+    "verify:document": Route(get=public(), targets=lambda w: [
+        {"code": w.receipts["A"].document.verification_code}, {"code": w.bill_docs["A"].verification_code},
+        {"code": w.certificates["A"].document.verification_code}]),
+    # --- the parcel registry ------------------------------------------------------------------------
+    "parcels:parcel-list": Route(get=by_role(STAFF)),
+    "parcels:parcel-create": Route(get=by_role(AUTHORITY), post_roles=AUTHORITY, post_data=lambda w: {
+        **PARCEL_FORM, "parcel_id": "SEC-NEW-2", "owner_key": "OWN-A"}),
+    "parcels:parcel-detail": Route(get=by_role(STAFF | {"landowner"}, norole=404), targets=lambda w: pk(w.parcels["A1"]),
+                                   others=lambda w: pk(w.parcels["B1"])),
+    "parcels:parcel-edit": Route(get=by_role(AUTHORITY), targets=lambda w: pk(w.parcels["A1"]), post_roles=AUTHORITY,
+                                 post_data=lambda w: PARCEL_FORM),
+    "parcels:parcel-transfer": Route(get=by_role(AUTHORITY), targets=lambda w: pk(w.parcels["A1"]), post_roles=AUTHORITY,
+                                     post_data=lambda w: {"to_owner_key": "OWN-B", "effective_on": today(),
+                                                          "deed_reference": "Escritura 12"}),
+    "parcels:owner-list": Route(get=by_role(STAFF)),
+    "parcels:owner-create": Route(get=by_role(AUTHORITY), post_roles=AUTHORITY,
+                                  post_data=lambda w: {"name": "Nuevo Dueño", "kind": "private"}),
+    "parcels:owner-detail": Route(get=by_role(STAFF), targets=lambda w: pk(w.owners["A"])),
+    "parcels:owner-edit": Route(get=by_role(AUTHORITY), targets=lambda w: pk(w.owners["A"]), post_roles=AUTHORITY,
+                                post_data=lambda w: {"name": "Otro Nombre", "kind": "private"}),
+    "parcels:import-upload": Route(get=by_role(AUTHORITY), post_roles=AUTHORITY,
+                                   post_data=lambda w: {"file": valid_import_csv("SEC-NEW-3")}),
+    "parcels:import-detail": Route(get=by_role(AUTHORITY), targets=lambda w: pk(w.extra["upload"])),
+    "parcels:import-confirm": Route(get=post_only(AUTHORITY), targets=lambda w: pk(w.extra["upload"]), post_roles=AUTHORITY),
+    # a job's progress is for the user who started it (here a Hacienda officer), 404 for anyone else
+    "parcels:job-status": Route(get={**dict.fromkeys(PRINCIPALS, 404), ANONYMOUS: LOGIN, "hacienda": 200},
+                                targets=lambda w: pk(w.extra["compute_job"])),
+    "parcels:audit": Route(get=by_role(STAFF)),
+    # --- the levy -------------------------------------------------------------------------------------
+    "levy:year-list": Route(get=by_role({"authority", "hacienda", "auditor"})),
+    "levy:year-start": Route(get=by_role(AUTHORITY, ok=302)),
+    "levy:parameters": Route(get=by_role(STAFF)),
+    # replacing certified estimates (with the reason they need); see the report on uncertified ones
+    "levy:estimates": Route(get=by_role({"authority", "hacienda", "auditor"}), targets=lambda w: [{"year": DRAFT_YEAR}],
+                            post_roles=AUTHORITY, post_data=lambda w: {
+                                "om_estimate": "200,000.00", "reserve": "1,000.00", "misc_income": "0.00", "reason": "Revisión"}),
+    "levy:estimate-certify": Route(get=post_only(AUTHORITY), targets=lambda w: [{"year": OPEN_YEAR}], post_roles=AUTHORITY,
+                                   post_data=current_estimate_pk),
+    "levy:worksheet": Route(get=by_role({"hacienda", "auditor"}), targets=lambda w: [{"year": YEAR}, {"year": DRAFT_YEAR}]),
+    "levy:compute": Route(get=post_only(HACIENDA), targets=lambda w: [{"year": DRAFT_YEAR}], post_roles=HACIENDA),
+    "levy:compute-progress": Route(get=by_role({"hacienda", "auditor"}),
+                                   targets=lambda w: [{"year": YEAR, "pk": w.extra["compute_job"].pk}]),
+    "levy:finalize": Route(get=post_only(HACIENDA), targets=lambda w: [{"year": DRAFT_YEAR}], post_roles=HACIENDA,
+                           post_data=lambda w: {"confirm": "yes"}),
+    "levy:roll": Route(get=by_role({"hacienda", "auditor"}), targets=lambda w: [{"year": YEAR}]),
+    "levy:whatif": Route(get=by_role({"hacienda", "authority"}), targets=lambda w: [{"year": YEAR}]),
+    "levy:corrections": Route(get=by_role({"hacienda", "auditor"}), targets=lambda w: [{"year": YEAR}], post_roles=HACIENDA,
+                              post_data=lambda w: {"parcel_id": "A1", "om_charge_delta": "10.00", "credit_delta": "0.00",
+                                                   "reason": "Área corregida",
+                                                   "due_date": (timezone.localdate() + timedelta(days=30)).isoformat()}),
+    # --- the Collector's office ---------------------------------------------------------------------
+    "billing:counter": Route(get=by_role(COUNTER), query="?q=A1"),
+    "billing:counter-parcel": Route(get=by_role(COUNTER), targets=lambda w: pk(w.parcels["A1"]), post_roles=COUNTER,
+                                    post_data=counter_payment),
+    "billing:statement": Route(get=by_role(MONEY_READERS | {"landowner"}), targets=lambda w: pk(w.parcels["A1"]),
+                               others=lambda w: pk(w.parcels["B1"])),
+    "billing:receipt": Route(get=by_role(MONEY_READERS | {"landowner"}), targets=lambda w: pk(w.receipts["A"]),
+                             others=lambda w: pk(w.receipts["B"])),
+    "billing:receipt-pdf": Route(get=by_role(MONEY_READERS | {"landowner"}), targets=lambda w: pk(w.receipts["A"]),
+                                 others=lambda w: pk(w.receipts["B"])),
+    "billing:document-pdf": Route(get=by_role(MONEY_READERS | {"landowner"}),
+                                  targets=lambda w: pk(w.bill_docs["A"]) + pk(w.certificates["A"].document),
+                                  others=lambda w: pk(w.bill_docs["B"]) + pk(w.certificates["B"].document)),
+    "billing:void": Route(get=post_only(SUPERVISOR), targets=lambda w: pk(w.receipts["A"].payment), post_roles=SUPERVISOR,
+                          post_data=lambda w: {"reason": "Cheque devuelto"}),
+    "billing:day-report": Route(get=by_role(COUNTER)),
+    "billing:day-close": Route(get=post_only(SUPERVISOR), post_roles=SUPERVISOR, post_data=lambda w: {
+        "office": "LAJ", "day": today(), "counted_cash": "0.00", "counted_checks": "0.00"}),
+    "billing:refund": Route(get=post_only(SUPERVISOR), targets=lambda w: pk(w.parcels["A2"]), post_roles=SUPERVISOR,
+                            post_data=lambda w: {"amount": "20.00", "reason": "Pagó de más"}),
+    # --- Hacienda's collections -----------------------------------------------------------------------
+    "collections:delinquent": Route(get=by_role({"hacienda", "auditor"})),
+    "collections:seizure": Route(get=by_role(HACIENDA), targets=lambda w: pk(w.parcels["F1"]) + pk(w.parcels["B1"]),
+                                 post_roles=HACIENDA, post_data=lambda w: {"kind": "notice"}),
+    "collections:seizure-pdf": Route(get=by_role(HACIENDA), targets=lambda w: pk(w.extra["seizure_step"])),
+    "collections:certificates": Route(get=by_role(CERTIFIERS), targets=lambda w: pk(w.parcels["A1"]), post_roles=CERTIFIERS,
+                                      post_data=lambda w: {"as_of": today()}),
+    "collections:certificate-pdf": Route(get=by_role(CERTIFIERS), targets=lambda w: pk(w.certificates["A"])),
+    "collections:dashboard": Route(get=by_role({"hacienda", "auditor", "authority"})),
+    "collections:water": Route(get=by_role(AUTHORITY), post_roles=AUTHORITY, post_data=lambda w: {
+        "parcel_id": "W1", "delivered_on": "2026-10-05", "acre_feet": "1.500"}),
+    "collections:water-import": Route(get=post_only(AUTHORITY, role_checked_first=True), post_roles=AUTHORITY,
+                                      post_data=lambda w: {"file": water_csv()}),
+    "collections:water-bill": Route(get=post_only(AUTHORITY, role_checked_first=True), post_roles=AUTHORITY,
+                                    post_data=lambda w: {"month": "2026-10"}),
+    "collections:closures": Route(get=by_role(HACIENDA), post_roles=HACIENDA,
+                                  post_data=lambda w: {"day": "2026-12-24", "reason": "Nochebuena"}),
+    "collections:bill-batches": Route(get=by_role(HACIENDA), post_roles=HACIENDA,
+                                      post_data=lambda w: {"fiscal_year": YEAR, "number": "1", "parcel_prefix": "B"}),
+    "collections:bill-batch": Route(get=by_role(HACIENDA), targets=lambda w: pk(w.extra["batch"])),
+    "collections:bill-batch-part": Route(get=by_role(HACIENDA), targets=lambda w: [{"pk": w.extra["batch"].pk, "index": 0}]),
+}
+
+
+def water_csv() -> Any:
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    return SimpleUploadedFile("agua.csv", b"parcel_id,delivered_on,acre_feet\nW1,2026-10-06,2\n", "text/csv")
+
+
+# --- the resolver -------------------------------------------------------------------------------------
+
+
+def resolver_url_names() -> tuple[set[str], list[str]]:
+    """Every URL name the resolver knows (``namespace:name``), and the problems found: an
+    unnamed pattern or a name used twice cannot be in the matrix."""
+    names: set[str] = set()
+    problems: list[str] = []
+
+    def walk(patterns: list[Any], prefix: str, route: str) -> None:
+        for pattern in patterns:
+            if isinstance(pattern, URLResolver):
+                if pattern.namespace in SKIPPED_NAMESPACES:
+                    continue
+                namespace = f"{prefix}{pattern.namespace}:" if pattern.namespace else prefix
+                walk(pattern.url_patterns, namespace, route + str(pattern.pattern))
+            elif isinstance(pattern, URLPattern):
+                where = route + str(pattern.pattern)
+                if not pattern.name:
+                    problems.append(f"unnamed URL {where!r}")
+                    continue
+                name = prefix + pattern.name
+                if name in names:
+                    problems.append(f"URL name {name!r} used twice ({where!r})")
+                names.add(name)
+
+    walk(get_resolver().url_patterns, "", "")
+    return names, problems
+
+
+def test_every_url_of_the_app_is_in_the_matrix():
+    names, problems = resolver_url_names()
+    assert not problems, problems
+    assert len(names) > 60  # the walk found the app, not an empty resolver
+    missing = sorted(names - MATRIX.keys())
+    stale = sorted(MATRIX.keys() - names)
+    assert not missing, f"URLs with no entry in the authorization matrix: {missing}"
+    assert not stale, f"matrix entries for URLs that no longer exist: {stale}"
+
+
+def test_the_matrix_follows_the_design():
+    """The promises of the README, read off the matrix itself: landowners reach no staff page,
+    only the listed pages are public, and each object page of a landowner has a 404 case."""
+    public_pages = {name for name, route in MATRIX.items() if route.get[ANONYMOUS] != LOGIN}
+    assert public_pages == {
+        "login", "logout", "password_reset", "password_reset_done", "password_reset_confirm", "password_reset_complete",
+        "set_language", "portal:claim", "portal:activate", "verify:document",
+        "parcels:import-confirm", "levy:estimate-certify", "levy:compute", "levy:finalize", "billing:void",
+        "billing:day-close", "billing:refund",  # POST only: a GET is 405 before anything else
+    }
+    landowner_pages = {name for name, route in MATRIX.items()
+                       if route.get["landowner"] == 200 and route.get[ANONYMOUS] == LOGIN}
+    assert landowner_pages == {"home", "parcels:parcel-detail", "billing:statement", "billing:receipt",
+                               "billing:receipt-pdf", "billing:document-pdf"}
+    assert all(MATRIX[name].others is not None for name in landowner_pages - {"home"})
+    for name, route in MATRIX.items():
+        if route.post_roles is not None:
+            assert "landowner" not in route.post_roles and NOROLE not in route.post_roles, name
+
+
+# --- the crawl ----------------------------------------------------------------------------------------
+
+
+def outcome_matches(response: Any, expected: Any) -> bool:
+    if expected == LOGIN:
+        return is_login_redirect(response)
+    if response.status_code != expected:
+        return False
+    return not (expected == 302 and is_login_redirect(response))  # "allowed" is never the login page
+
+
+def check_get(client: Client, w: World, principal: str, url: str, expected: Any, failures: list[str]) -> None:
+    response = client.get(url)
+    assert_security_headers(response, f"GET {url} as {principal}")
+    if not outcome_matches(response, expected):
+        got = response["Location"] if response.status_code == 302 else response.status_code
+        failures.append(f"GET {url} as {principal}: expected {expected}, got {got}")
+
+
+@pytest.mark.parametrize("name", sorted(MATRIX))
+def test_each_principal_gets_what_the_design_says(name, w, client):
+    route = MATRIX[name]
+    assert set(route.get) == set(PRINCIPALS), name
+    own = [reverse(name, kwargs=kwargs) + route.query for kwargs in route.targets(w)]
+    others = [reverse(name, kwargs=kwargs) + route.query for kwargs in route.others(w)] if route.others else []
+    failures: list[str] = []
+    for principal in PRINCIPALS:
+        sign_in(client, w, principal)
+        expected = route.get[principal]
+        for url in own:
+            check_get(client, w, principal, url, expected, failures)
+        for url in others:
+            # another owner's object: a landowner must not even learn that it exists
+            check_get(client, w, principal, url, 404 if principal == "landowner" else expected, failures)
+    assert not failures, "\n".join(failures)
+
+
+POST_ROUTES = sorted(name for name, route in MATRIX.items() if route.post_roles is not None)
+
+
+@pytest.mark.parametrize("name", POST_ROUTES)
+def test_a_post_by_a_wrong_role_is_refused_and_writes_nothing(name, w, client):
+    route = MATRIX[name]
+    url = reverse(name, kwargs=route.targets(w)[0])
+    before = fingerprint()
+    failures = []
+    for principal in PRINCIPALS:
+        if principal in route.post_roles:
+            continue
+        sign_in(client, w, principal)
+        response = client.post(url, route.post_data(w))
+        assert_security_headers(response, f"POST {url} as {principal}")
+        expected = LOGIN if principal == ANONYMOUS else 403
+        if not outcome_matches(response, expected):
+            failures.append(f"POST {url} as {principal}: expected {expected}, got {response.status_code}")
+    assert not failures, "\n".join(failures)
+    assert changed_tables(before, fingerprint()) == [], f"a refused POST to {url} wrote to the database"
+    # The same POST by a role that may send it writes: the refusals above refused a real write.
+    sign_in(client, w, sorted(route.post_roles)[0])
+    response = client.post(url, route.post_data(w))
+    assert response.status_code in (200, 302), (name, response.status_code)
+    assert changed_tables(before, fingerprint()), f"the POST data for {name} writes nothing even when allowed: fix the test"
+
+
+@pytest.mark.parametrize("principal", PRINCIPALS)
+def test_admin_site_refuses_every_principal(principal, w, client):
+    """The admin site is outside the matrix (its own ``is_staff`` gate): no role of the app passes it."""
+    sign_in(client, w, principal)
+    for url in ("/admin/", "/admin/auth/user/", "/admin/auth/group/"):
+        response = client.get(url)
+        assert response.status_code == 302 and response["Location"].startswith("/admin/login/"), (principal, url)
+    if principal != ANONYMOUS:
+        client.logout()
+        response = client.post("/admin/login/?next=/admin/", {"username": w.user(principal).username,
+                                                               "password": "Correct-Horse-Battery-9"})
+        assert response.status_code == 200 and "_auth_user_id" not in client.session, principal
+
+
+def test_a_landowners_own_pages_list_nothing_of_another_owner(w, client):
+    sign_in(client, w, "landowner")
+    home = client.get(reverse("home")).content.decode()
+    assert reverse("parcels:parcel-detail", args=[w.parcels["A1"].pk]) in home
+    assert reverse("billing:receipt", args=[w.receipts["A"].pk]) in home
+    for parcel in ("B1", "X1", "F1"):
+        assert reverse("parcels:parcel-detail", args=[w.parcels[parcel].pk]) not in home, parcel
+    for receipt in ("B", "X"):
+        assert reverse("billing:receipt", args=[w.receipts[receipt].pk]) not in home, receipt
+        assert w.receipts[receipt].display_number not in home, receipt
+    statement = client.get(reverse("billing:statement", args=[w.parcels["A1"].pk])).content.decode()
+    assert reverse("billing:document-pdf", args=[w.bill_docs["A"].pk]) in statement
+    assert reverse("billing:document-pdf", args=[w.bill_docs["B"].pk]) not in statement
+    # the stamped copy of another owner's receipt is as hidden as the receipt itself
+    copy = reverse("billing:receipt-pdf", args=[w.receipts["B"].pk]) + "?copia=1"
+    assert client.get(copy).status_code == 404
+    sign_in(client, w, "landowner_b")
+    assert client.get(copy).status_code == 200  # while its owner gets it
+
+
+@pytest.mark.parametrize("target", ["https://evil.example/", "//evil.example/", "http://testserver.evil.example/"])
+def test_no_open_redirect_after_signing_in_or_switching_language(w, client, target):
+    response = client.post(reverse("login") + f"?next={target}", {"username": "sec_auditor", "password": "Correct-Horse-Battery-9"})
+    assert response.status_code == 302 and response["Location"] == reverse("home"), response["Location"]
+    response = client.post(reverse("set_language"), {"language": "en", "next": target})
+    assert response.status_code == 302 and response["Location"] == "/", response["Location"]
