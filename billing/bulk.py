@@ -63,8 +63,8 @@ class Renderer:
     def __call__(self, htmls: list[str]) -> list[bytes]:
         pool = self._executor() if len(htmls) > 1 else None
         if pool is None:
-            return [pdf.html_to_one_page_pdf(html) for html in htmls]
-        render = functools.partial(pdf.html_to_one_page_pdf, setup=pdf.render_setup())
+            return [pdf.html_to_fitting_pdf(html) for html in htmls]
+        render = functools.partial(pdf.html_to_fitting_pdf, setup=pdf.render_setup())
         return list(pool.map(render, htmls, chunksize=max(1, len(htmls) // (2 * self.processes))))
 
     def merge(self, datas: list[bytes], path: str, title: str = "") -> Future:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import io
+import logging
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -40,7 +41,7 @@ from django.utils.translation import get_language
 from django.utils.translation import gettext as _
 
 from levy.models import FiscalYear, Levy
-from parcels.models import Parcel
+from parcels.models import Job, Parcel
 from parcels.roles import COLLECTOR, HACIENDA, SUPERVISOR, has_role
 from parcels.templatetags.lajas import money
 
@@ -48,6 +49,7 @@ from . import pdf, services
 from .models import Bill, BillBatch, Charge, DebtCertificate, DocumentSeries, IssuedDocument, Receipt
 from .services import BillingError, rate_label, surcharge_text
 
+logger = logging.getLogger(__name__)
 VERIFY_SALT = "lajas.verify"
 PORTAL_SALT = "lajas.portal-access"
 KIND_LETTER = {IssuedDocument.Kind.RECEIPT: "R", IssuedDocument.Kind.BILL: "A", IssuedDocument.Kind.CERTIFICATE: "C"}
@@ -124,11 +126,9 @@ def render_receipt(receipt: Receipt, *, code: str = "", lang: str | None = None)
         "qr": pdf.qr_data_uri(url) if url else "", "rate": rate_label(services.delinquency_parameters(display.paid_on).surcharge_rate),
     }
 
-    def html(density: str) -> str:
-        with pdf.document_language(lang) as key:
-            title = _("Recibo contributivo %(n)s") % {"n": display.number}
-            return pdf.html_for("billing/pdf/receipt.html", context, title=title, lang=key, density=density)
-
+    with pdf.document_language(lang) as key:
+        title = _("Recibo contributivo %(n)s") % {"n": display.number}
+        html = pdf.html_for("billing/pdf/receipt.html", context, title=title, lang=key)
     return pdf.html_to_fitting_pdf(html, pages=1)
 
 
@@ -272,6 +272,8 @@ def bill_html(*, number: str, snapshot: dict[str, Any], issued_on: date, code: s
             "due_date": date.fromisoformat(snap["due_date"]), "last_day_to_pay": date.fromisoformat(snap["last_day_to_pay"]),
             "delinquent_from": date.fromordinal(date.fromisoformat(snap["last_day_to_pay"]).toordinal() + 1),
             "credit": Decimal(snap["credit"]) > 0, "rate": rate_label(rate),
+            # ¶13: the account's total due shows only when other charges are overdue besides this one.
+            "other_charges_due": Decimal(snap["total_due"]) > Decimal(snap["balance"]),
             "surcharge_basis": surcharge_text(snap.get("surcharge_groups", []), rate),
             "access_code": portal_access_code(snap["parcel_id"], snap["owner_key"]), "portal_url": portal_url(),
             "verify_url": url, "verify_code": code, "qr": pdf.qr_data_uri(url) if url else "", "one_page": True,
@@ -280,8 +282,8 @@ def bill_html(*, number: str, snapshot: dict[str, Any], issued_on: date, code: s
 
 
 def render_bill(bill: Bill, *, code: str = "", lang: str | None = None) -> bytes:
-    return pdf.html_to_pdf(bill_html(number=bill.number, snapshot=bill.snapshot, issued_on=bill.issued_on, code=code, lang=lang),
-                           pages=1)
+    return pdf.html_to_fitting_pdf(bill_html(number=bill.number, snapshot=bill.snapshot, issued_on=bill.issued_on, code=code,
+                                             lang=lang))
 
 
 def _check_bill_user(acting_user: Any) -> None:
@@ -302,7 +304,7 @@ def bill_issue(*, acting_user: Any, charge: Charge | int, issued_on: date | None
     bill.full_clean()
     bill.save()
     code = verification_code(IssuedDocument.Kind.BILL, number)
-    data = pdf.html_to_pdf(bill_html(number=number, snapshot=snapshot, issued_on=on, code=code, lang=lang), pages=1)
+    data = pdf.html_to_fitting_pdf(bill_html(number=number, snapshot=snapshot, issued_on=on, code=code, lang=lang))
     _store(_document(kind=IssuedDocument.Kind.BILL, number=number, parcel_id=charge.parcel_id, code=code, data=data, bill=bill))
     return bill
 
@@ -489,6 +491,23 @@ def bill_batch_start(acting_user: Any, fiscal_year: str | FiscalYear, number: in
     if not bill_batch_charges(batch).exists():
         raise BillingError(_("Ningún plazo corresponde a esa selección."))
     batch.save()
+    batch.job = job_enqueue(kind="bill_batch", payload={"batch_id": batch.pk}, acting_user=acting_user)
+    batch.save(update_fields=["job"])
+    return batch
+
+
+@transaction.atomic
+def bill_batch_resume(acting_user: Any, batch: BillBatch) -> BillBatch:
+    """Start a failed batch again with a new job: the bills and parts already made are kept and
+    skipped (``bulk.bill_batch_run`` resumes), so nothing is billed twice."""
+    from parcels.jobs import job_enqueue
+
+    if not has_role(acting_user, HACIENDA):
+        raise BillingError(_("Solo Hacienda imprime los avisos en lote."))
+    batch = BillBatch.objects.select_for_update(of=("self",)).select_related("job").get(pk=batch.pk)
+    if batch.job is not None and batch.job.status != Job.Status.FAILED:
+        raise BillingError(_("El lote no falló: no hay nada que reanudar."))
+    logger.info("bill batch %s resumed by %s", batch.pk, getattr(acting_user, "username", None))
     batch.job = job_enqueue(kind="bill_batch", payload={"batch_id": batch.pk}, acting_user=acting_user)
     batch.save(update_fields=["job"])
     return batch

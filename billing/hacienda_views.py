@@ -369,12 +369,21 @@ def bill_batches(request: HttpRequest) -> HttpResponse:
 
 @role_required(HACIENDA)
 def bill_batch(request: HttpRequest, pk: int) -> HttpResponse:
+    from . import documents
     from .models import BillBatch
 
     batch = get_object_or_404(BillBatch.objects.select_related("fiscal_year", "job"), pk=pk)
+    error = ""
+    if request.method == "POST":  # "Reanudar": a failed batch goes on where it stopped
+        try:
+            documents.bill_batch_resume(request.user, batch)
+        except services.BillingError as exc:
+            error = str(exc)
+        else:
+            return redirect("collections:bill-batch", pk=batch.pk)
     parts = list(batch.parts.all())
     return render(request, "billing/hacienda/bill_batch.html", {
-        "batch": batch, "job": batch.job, "parts": parts, "bills": batch.bills.count(),
+        "batch": batch, "job": batch.job, "parts": parts, "bills": batch.bills.count(), "error": error,
         "running": batch.job is not None and batch.job.status in ("queued", "running"),
     })
 
@@ -388,4 +397,4 @@ def bill_batch_part(request: HttpRequest, pk: int, index: int) -> HttpResponse:
 
     part = get_object_or_404(BillBatchPart, batch_id=pk, index=index)
     return FileResponse(part.pdf.open("rb"), content_type="application/pdf", as_attachment=True,
-                        filename=f"avisos-lote{pk}-parte{index:03d}.pdf")
+                        filename=f"avisos-lote{pk}-parte{index + 1:03d}.pdf")

@@ -13,8 +13,9 @@ from __future__ import annotations
 import atexit
 import io
 import os
+import re
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
@@ -173,23 +174,25 @@ def html_to_pdf(html: str, *, pages: int | None = None, setup: RenderSetup | Non
 
 
 DENSITIES = ("", "compact", "dense")  # classes of ``<body>`` in billing/pdf/base.html
+_BODY_CLASS = re.compile(r'<body class="[^"]*">')
 
 
-def html_to_fitting_pdf(make_html: Callable[[str], str], *, pages: int = 1) -> bytes:
-    """Render ``make_html(density)`` with the roomiest density that fits in ``pages`` pages. A
-    document that does not fit even when dense comes out longer rather than not at all (a
-    payment is never refused because its receipt is long)."""
+def with_density(html: str, density: str) -> str:
+    """``html`` (one of our documents, ``billing/pdf/base.html``) set at ``density``."""
+    return _BODY_CLASS.sub(f'<body class="{density}">', html, count=1)
+
+
+def html_to_fitting_pdf(html: str, *, pages: int = 1, setup: RenderSetup | None = None) -> bytes:
+    """Render ``html`` at the roomiest density that fits in ``pages`` pages. A document that
+    does not fit even when dense comes out longer rather than not at all (a payment is never
+    refused, nor a semester's bulk printing stopped, because one document is long). With
+    ``setup`` given it needs neither the database nor the settings: the bulk printing job runs it
+    in worker processes."""
     for density in DENSITIES:
-        document = _layout(make_html(density))
+        document = _layout(with_density(html, density), setup)
         if len(document.pages) <= pages:
             break
     return document.write_pdf(pdf_variant="pdf/ua-1")
-
-
-def html_to_one_page_pdf(html: str, setup: RenderSetup | None = None) -> bytes:
-    """``html_to_pdf(html, pages=1)`` as a plain function of this module, which imports no
-    models: the bulk printing job's worker processes run it without setting Django up."""
-    return html_to_pdf(html, pages=1, setup=setup)
 
 
 def merge_pdfs(datas: list[bytes], path: str, title: str = "", lang: str = "es-PR") -> int:

@@ -287,6 +287,30 @@ def test_bill_states_amounts_as_of_its_date_with_the_surcharge_counted(district_
 
 
 @pytest.mark.django_db
+def test_a_crowded_second_installment_bill_is_set_tighter_not_refused(district_2, staff):
+    """A January bill of a parcel with a credit, a long owner name and an overdue July installment
+    (¶9 credit line, ¶12 surcharge, ¶13 account total) holds more lines than any other: it is set
+    at a denser size to stay on one page (bulk printing of a semester once failed on it)."""
+    from parcels.models import Owner
+
+    Owner.objects.filter(owner_key="OWN-A").update(name=("Sucesión de Carmen Irizarry Vélez y otros herederos, " * 5)[:200])
+    july = Charge.objects.get(parcel__parcel_id="A", number=1)
+    january = Charge.objects.get(parcel__parcel_id="A", number=2)
+    bill = documents.bill_issue(acting_user=staff["hacienda"], charge=january, issued_on=date(2027, 12, 15))
+    data = bytes(bill.document.pdf)
+    assert page_count(data) == 1
+    html = documents.bill_html(number=bill.number, snapshot=bill.snapshot, issued_on=bill.issued_on, code="x")
+    assert len(pdf._layout(html).pages) == 2  # at the roomiest density it would not fit
+    text = flat(text_of(data))
+    assert "Crédito por derechos de agua cedidos: 25.00 %" in text and "Plazo 2 — segundo semestre (enero)" in text
+    assert "Total adeudado en la cuenta al 15 de diciembre de 2027" in text  # the July installment is overdue
+    assert pdf.with_density('<html><body class="">x', "dense") == '<html><body class="dense">x'
+    # A July bill with nothing else overdue has no account-total line (it would read $0.00).
+    july_bill = documents.bill_issue(acting_user=staff["hacienda"], charge=july, issued_on=date(2027, 7, 1))
+    assert "Total adeudado en la cuenta" not in flat(text_of(bytes(july_bill.document.pdf)))
+
+
+@pytest.mark.django_db
 def test_a_draft_roll_is_never_billed(district_1, staff):
     estimate_enter(acting_user=staff["authority"], fiscal_year="2027-2028", om_estimate=Decimal("100000.00"),
                    reserve=Decimal("1000.00"), misc_income=Decimal("0.00"))

@@ -366,3 +366,39 @@ def test_bulk_printing_from_the_page(client, district_1, staff, django_capture_o
     assert len(PdfReader(io.BytesIO(b"".join(part.streaming_content))).pages) == 5
     bad = client.post(reverse("collections:bill-batches"), {"fiscal_year": "2030-2031", "number": "1"})
     assert bad.status_code == 200 and "2030-2031" in bad.content.decode()
+
+
+@pytest.mark.django_db
+def test_a_failed_bill_batch_is_resumed_from_its_page(client, district_1, staff, monkeypatch, django_capture_on_commit_callbacks):
+    from billing import bulk
+    from billing.models import Bill, BillBatch
+    from parcels.models import Job
+
+    client.force_login(staff["hacienda"])
+    real_part_write = bulk.part_write
+
+    def printer_jams(**kwargs):
+        raise RuntimeError("se atascó la impresora")
+
+    monkeypatch.setattr(bulk, "part_write", printer_jams)
+    with django_capture_on_commit_callbacks(execute=True):
+        client.post(reverse("collections:bill-batches"), {"fiscal_year": "2026-2027", "number": "1"})
+    batch = BillBatch.objects.get()
+    assert batch.job.status == Job.Status.FAILED and batch.bills.count() == 5 and not batch.parts.exists()
+    page = client.get(reverse("collections:bill-batch", args=[batch.pk])).content.decode()
+    assert "El proceso falló" in page and "Reanudar el lote" in page
+
+    client.force_login(staff["collector"])
+    assert client.post(reverse("collections:bill-batch", args=[batch.pk])).status_code == 403
+    client.force_login(staff["hacienda"])
+    monkeypatch.setattr(bulk, "part_write", real_part_write)
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post(reverse("collections:bill-batch", args=[batch.pk]))
+    assert response.status_code == 302
+    batch.refresh_from_db()
+    assert batch.job.status == Job.Status.DONE and batch.job.result["issued"] == 0  # the 5 bills were kept, not reissued
+    assert Bill.objects.count() == 5 and batch.parts.count() == 1
+    page = client.get(reverse("collections:bill-batch", args=[batch.pk])).content.decode()
+    assert "5 avisos listos" in page and "Parte 1 (5 páginas, PDF)" in page and "Reanudar" not in page
+    again = client.post(reverse("collections:bill-batch", args=[batch.pk]))  # nothing left to resume
+    assert again.status_code == 200 and "no falló" in again.content.decode() and Job.objects.filter(kind="bill_batch").count() == 2
