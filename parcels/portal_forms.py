@@ -8,6 +8,8 @@ renders with those ids.
 
 from __future__ import annotations
 
+import unicodedata
+from collections.abc import Iterator
 from typing import Any
 
 from django import forms
@@ -104,6 +106,20 @@ class PasswordResetForm(auth_forms.PasswordResetForm):
         help_text=_("El que usa para entrar o el que dio a la Autoridad."),
         widget=forms.EmailInput(attrs={"autocomplete": "email"}),
     )
+
+    def get_users(self, email: str) -> Iterator[Any]:
+        """Active users with this address, including those created without a password
+        (``create_user`` without ``--password-stdin``, an invited landowner who lost the
+        invitation): there is no other sign-in here, so the reset link is how they choose one.
+        Django's own form skips them, and they could never get in."""
+        users = get_user_model()._default_manager.filter(email__iexact=email, is_active=True)
+        return (user for user in users if _email_matches(user, email))
+
+
+def _email_matches(user: Any, email: str) -> bool:
+    """The same address, compared as Django does (Unicode, case-insensitive)."""
+    stored = getattr(user, user.get_email_field_name()) or ""
+    return unicodedata.normalize("NFKC", email).casefold() == unicodedata.normalize("NFKC", stored).casefold()
 
 
 class SetPasswordForm(auth_forms.SetPasswordForm):

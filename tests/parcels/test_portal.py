@@ -255,6 +255,21 @@ def test_password_reset_emails_a_link_on_the_requests_host_that_works(client, ow
 
 
 @pytest.mark.django_db
+def test_a_user_created_without_a_password_chooses_one_through_reset(client, mailoutbox):
+    """``create_user`` without ``--password-stdin`` tells IT to use the reset: it must work."""
+    user = user_create(username="oficial1", email="oficial1@hacienda.pr.gov", role="hacienda", password=None)
+    assert not user.has_usable_password()
+    client.post(reverse("password_reset"), {"email": "OFICIAL1@hacienda.pr.gov"})
+    assert [mail.to for mail in mailoutbox] == [["oficial1@hacienda.pr.gov"]]
+    assert set_password_through(Client(), link_path(mailoutbox[0].body, "http://testserver")).status_code == 302
+    assert sign_in("oficial1", NEW_PASSWORD)[1] == 302
+    user.is_active = False  # a deactivated account still gets nothing
+    user.save()
+    client.post(reverse("password_reset"), {"email": "oficial1@hacienda.pr.gov"})
+    assert len(mailoutbox) == 1
+
+
+@pytest.mark.django_db
 def test_password_reset_for_an_unknown_email_looks_the_same_and_sends_nothing(client, mailoutbox):
     response = client.post(reverse("password_reset"), {"email": "nadie@example.pr"})
     assert response.status_code == 302 and response["Location"] == reverse("password_reset_done")
