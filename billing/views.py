@@ -19,7 +19,7 @@ from django.views.decorators.http import require_POST
 
 from parcels.access import get_parcel_for_user
 from parcels.models import Parcel
-from parcels.roles import COLLECTOR, LANDOWNER, SUPERVISOR, has_role, role_required
+from parcels.roles import COLLECTOR, HACIENDA, LANDOWNER, SUPERVISOR, has_role, role_required
 
 from . import selectors, services
 from .access import RECEIPT_STAFF, get_receipt_for_user
@@ -158,6 +158,7 @@ def statement(request: HttpRequest, pk: int) -> HttpResponse:
         "parcel": parcel, "statement": selectors.statement_for(parcel=parcel, as_of=as_of), "form": form, "today": today,
         "payments": selectors.parcel_payments(parcel=parcel, until=as_of),
         "can_collect": has_role(request.user, *COUNTER_ROLES),
+        "can_certify": has_role(request.user, HACIENDA, COLLECTOR, SUPERVISOR),  # ¶11: e.g. before a sale
         # Bills and debt certificates follow the parcel (its debts stay with the land, ¶11).
         "documents": IssuedDocument.objects.filter(parcel=parcel, kind__in=["bill", "certificate"])
         .defer("pdf").order_by("-created_at")[:50],

@@ -362,6 +362,13 @@ def test_statement_as_of_a_date_for_the_landowner(client, district_1, users):
     body = text(response)
     assert receipt.display_number in body and url("receipt", receipt.pk) in body
     assert f'href="{url("counter-parcel", district_1["P4"].pk)}"' not in body  # no collecting for landowners
+    certificates = reverse("collections:certificates", args=[district_1["P4"].pk])
+    assert certificates not in body  # nor certifying
+    for role, shown in [("collector", True), ("supervisor", True), ("hacienda", True), ("auditor", False)]:
+        client.force_login(users[role])
+        page = client.get(url("statement", district_1["P4"].pk))
+        assert page.status_code == 200 and (f'href="{certificates}"' in text(page)) is shown, role
+    client.force_login(users["landowner"])
     # before the last day to pay nothing is late; the payment of 10-15 is not counted yet
     response = client.get(url("statement", district_1["P4"].pk), {"as_of": "2026-08-31"})
     statement = response.context["statement"]
