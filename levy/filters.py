@@ -31,6 +31,8 @@ class RollFilter(django_filters.FilterSet):
         label=_("Orden"),
         fields=(("parcel_code", "parcel"), ("owner_name", "owner"), ("equivalent_acres", "equivalent"),
                 ("om_charge", "charge"), ("net", "net")),
+        field_labels={"parcel_code": _("Número de catastro"), "owner_name": _("Dueño"), "equivalent_acres": _("Acres equivalentes"),
+                      "om_charge": _("Contribución de O&M"), "net": _("Neto")},
     )
 
     class Meta:

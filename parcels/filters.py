@@ -14,12 +14,16 @@ class ParcelFilter(django_filters.FilterSet):
         method="by_irrigation", empty_label=_("Todos"),
     )
     owner = django_filters.CharFilter(label=_("Clave del dueño"), field_name="owner__owner_key")
-    has_credit = django_filters.BooleanFilter(label=_("Con crédito"), method="by_credit")
+    has_credit = django_filters.ChoiceFilter(label=_("Con crédito (¶7)"), choices=[("yes", _("Sí")), ("no", _("No"))],
+                                             method="by_credit", empty_label=_("Todos"))
     water_after = django_filters.DateFilter(label=_("Agua desde (inicio)"), field_name="water_since", lookup_expr="gte")
     water_before = django_filters.DateFilter(label=_("Agua desde (fin)"), field_name="water_since", lookup_expr="lte")
     o = django_filters.OrderingFilter(
+        label=_("Orden"),
         fields=(("parcel_id", "parcel_id"), ("owner__name", "owner"), ("gravity_acres", "gravity_acres"),
                 ("pumped_acres", "pumped_acres"), ("water_since", "water_since"), ("credit_percent", "credit_percent")),
+        field_labels={"parcel_id": _("Número de catastro"), "owner__name": _("Dueño"), "gravity_acres": _("Acres por gravedad"),
+                      "pumped_acres": _("Acres por bombeo"), "water_since": _("Agua desde"), "credit_percent": _("Crédito (%)")},
     )
 
     class Meta:
@@ -40,6 +44,6 @@ class ParcelFilter(django_filters.FilterSet):
         return queryset.filter(gravity_acres__gt=0, pumped_acres__gt=0)
 
     def by_credit(self, queryset, name, value):
-        if value is None:
-            return queryset
-        return queryset.filter(credit_percent__gt=0) if value else queryset.filter(credit_percent=0)
+        if value == "yes":
+            return queryset.filter(credit_percent__gt=0)
+        return queryset.filter(credit_percent=0) if value == "no" else queryset

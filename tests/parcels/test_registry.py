@@ -96,6 +96,12 @@ def test_parcel_list_filters_and_query_budget(client, users, parcel_a, parcel_b,
     assert "LAJ-B1" in content and "LAJ-A1" not in content
     response = client.get(reverse("parcels:parcel-list"), {"q": "carmen"})
     assert "LAJ-A1" in response.content.decode() and "LAJ-B1" not in response.content.decode()
+    for value, shown, hidden in [("yes", "LAJ-A1", "LAJ-B1"), ("no", "LAJ-B1", "LAJ-A1")]:  # parcel_a has a 25 % credit
+        content = client.get(reverse("parcels:parcel-list"), {"has_credit": value}).content.decode()
+        assert shown in content and hidden not in content, value
+    content = client.get(reverse("parcels:parcel-list"), {"o": "-gravity_acres"}).content.decode()
+    assert content.index("LAJ-A1") < content.index("LAJ-B1")
+    assert ">Acres por gravedad (descendente)</option>" in content and "Gravity acres" not in content and "Desconocido" not in content
 
 
 @pytest.mark.django_db
