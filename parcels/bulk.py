@@ -18,7 +18,9 @@ def copy_insert(model: type[models.Model], columns: Sequence[str], rows: Iterabl
     names = ", ".join(connection.ops.quote_name(column) for column in columns)
     count = 0
     with connection.cursor() as cursor:
-        cursor.execute("SELECT 1")  # lets pghistory set the history context (acting user) for this transaction
+        # pghistory names the acting user by prefixing the next statement it does not ignore (it
+        # ignores SELECT, and a COPY never passes through it); the setting lasts the transaction.
+        cursor.execute("SET LOCAL lajas.bulk_write = 'copy'")
         with cursor.cursor.copy(f"COPY {table} ({names}) FROM STDIN") as copy:
             for row in rows:
                 copy.write_row(row)

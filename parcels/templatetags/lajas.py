@@ -6,6 +6,7 @@ from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
 from django import template
+from django.utils.translation import gettext_lazy as _
 
 register = template.Library()
 
@@ -65,3 +66,19 @@ def aria_sort(context: dict, field: str) -> str:
     if current == f"-{field}":
         return "descending"
     return "none"
+
+
+HISTORY_ACTIONS = {"insert": _("Alta"), "update": _("Cambio"), "delete": _("Baja")}
+HISTORY_MODELS = {"parcels.Parcel": _("predio"), "parcels.Owner": _("dueño"), "parcels.OwnershipTransfer": _("traspaso")}
+
+
+@register.filter
+def history_what(event: Any) -> str:
+    """An audit row's "what" in words: "Alta · predio LAJ-000123" (the cadastre number or owner
+    key, which people know, rather than the internal id)."""
+    data = event.pgh_data or {}
+    name = data.get("parcel_id") if event.pgh_obj_model == "parcels.Parcel" else data.get("owner_key")
+    if event.pgh_obj_model == "parcels.OwnershipTransfer" or not name:
+        name = f"#{event.pgh_obj_id}"
+    action = HISTORY_ACTIONS.get(event.pgh_label, event.pgh_label)
+    return f"{action} · {HISTORY_MODELS.get(event.pgh_obj_model, event.pgh_obj_model)} {name}"

@@ -131,3 +131,25 @@ def test_command_exit_code_and_counts(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "line 2, column water_since" in err
     assert Parcel.objects.get(parcel_id="P-1").water_since == date(2000, 1, 1)
+
+
+@pytest.mark.django_db
+def test_the_history_names_who_imported_new_parcels_and_owners(client):
+    """The audit trail of a COPY import: created rows (COPY) and changed rows (UPDATE) alike name
+    the acting user and the upload; the audit page says what in words, by cadastre number."""
+    from django.urls import reverse
+    from pghistory.models import Events
+
+    from parcels.services import user_create
+
+    authority = user_create(username="aut", role="authority", password=None)
+    assert parcels_import(acting_user=authority, data=GOOD.encode(), source="upload 7 padron.csv").ok
+    changed = GOOD.replace("P-1,Ana Pagán,ana@example.pr,private,100,", "P-1,Ana Pagán,ana@example.pr,private,120,")
+    assert parcels_import(acting_user=authority, data=changed.encode(), source="upload 8 padron.csv").ok
+    events = list(Events.objects.order_by("pgh_id"))
+    assert {e.pgh_label for e in events} == {"insert", "update"} and len(events) > 3
+    assert all(e.pgh_context and e.pgh_context["username"] == "aut" for e in events), [e.pgh_context for e in events]
+    client.force_login(authority)
+    page = client.get(reverse("parcels:audit")).content.decode()
+    assert "Alta · predio P-1" in page and "Cambio · predio P-1" in page and "upload 8 padron.csv" in page
+    assert "parcels.Parcel " not in page and "sistema" not in page
