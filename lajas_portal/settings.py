@@ -173,6 +173,8 @@ STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = Path(env("STATIC_ROOT", str(BASE_DIR / "staticfiles")))
 MEDIA_ROOT = Path(env("MEDIA_ROOT", str(BASE_DIR / "media")))
+# `manage.py backup` writes the database dump and a tar of MEDIA_ROOT here (docs/backup-restore.md).
+BACKUP_DIR = Path(env("BACKUP_DIR", str(BASE_DIR / ".pgdata" / "backups")))
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {

@@ -88,3 +88,41 @@ def seed_rows(transactional_db):
         ("billing.migrations.0002_default_office", "seed"),
     ]:
         getattr(importlib.import_module(module), function)(apps, None)
+
+
+# --- The books' invariants after every database test (billing.books) ----------------------------
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    report = yield
+    if report.when == "call":
+        item.books_call_passed = report.passed
+    return report
+
+
+@pytest.fixture(autouse=True)
+def books_balance_after_test(request):
+    """After a passing test that used the database, ``billing.books.verify()`` must find nothing.
+    A test that breaks the books on purpose is marked ``books_unchecked``."""
+    node = request.node
+    if node.get_closest_marker("books_unchecked") or not (
+        "_django_db_helper" in request.fixturenames or node.get_closest_marker("django_db")
+    ):
+        yield
+        return
+    # Set the database up before this fixture, so the check runs before its rollback or flush.
+    request.getfixturevalue("_django_db_helper")
+    yield
+    from django.db import connection
+    from psycopg.pq import TransactionStatus
+
+    if not getattr(node, "books_call_passed", False) or connection.needs_rollback or (
+        connection.connection is not None and connection.connection.info.transaction_status == TransactionStatus.INERROR
+    ):
+        return
+    from billing import books
+
+    findings = books.verify()
+    if findings:
+        pytest.fail("the books do not balance after this test:\n" + "\n".join(str(f) for f in findings), pytrace=False)

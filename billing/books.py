@@ -1,0 +1,605 @@
+"""The books' invariants, checked by set-based queries (``manage.py verify_books``, the test suite
+after every database test, ``manage.py backup``).
+
+Design (hordak's invariants, pretix's ``check_order_transactions``):
+- ``verify()`` runs read-only aggregate queries and returns a list of ``Finding`` (one line
+  each); an empty list means the books balance. Nothing is computed per object in Python: each
+  check is one query (a few for a broken receipt series), so a district of 100,000 parcels is
+  checked in seconds. Each query lists at most ``limit`` findings and says when it held some back.
+- ``control_totals()`` returns figures that two copies of the database must share (the original
+  and a restored backup): the levy of each year, charges, payments, surcharges, counts of
+  receipts and documents and a digest of every stored document's SHA-256.
+
+The invariants:
+1. levy: each year's original final roll adds up to its levy (Σ O&M charges = ¶4 total levy,
+   and the roll's stored credits, net and line counts are its lines' sums). Corrections are
+   reconciled on their own: each one is posted once, as a charge (more owed) or a ledger credit
+   (less owed), for exactly its net change.
+2. installments: the July and January installments issued for a line of a final roll are its
+   halves, so together they are its net (¶9, ¶12); nothing is billed for a draft roll.
+3. ledger: every charge, payment, void, realized surcharge, refund and correction credit is in
+   the parcel's ledger exactly once, for its amount and on its date, and each parcel's ledger
+   balance = charges + realized surcharges − payments not voided − correction credits (a void
+   reverses its payment and the surcharge it settled). Realized surcharges are the ones printed
+   on the payment's receipt.
+4. numbering: receipts are numbered 1…n per office and fiscal year with no gap and no
+   duplicate, voided ones included, and the series' last number is n; every payment has its
+   receipt, for its amount, in the series of its office and date. Bills, debt certificates and
+   seizure notices are checked the same way against their ``DocumentSeries``.
+5. documents: every stored PDF is unchanged since issue (SHA-256 of the stored bytes = the
+   stored hash). Seizure notices store bytes without a hash, so only their presence is checked;
+   bulk-printing parts live in MEDIA_ROOT without a hash, so only their files' presence is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from django.db import connections
+
+DEFAULT_LIMIT = 50  # findings listed per check; the rest are summarized in one line
+
+# Receipt series use the fiscal year of the payment date (July 1 – June 30), written 2026-2027.
+FISCAL_YEAR_OF_PAID_ON = (
+    "to_char(EXTRACT(YEAR FROM pm.paid_on - INTERVAL '6 months')::int, 'FM0000') || '-' || "
+    "to_char(EXTRACT(YEAR FROM pm.paid_on - INTERVAL '6 months')::int + 1, 'FM0000')"
+)
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One broken invariant: the check it belongs to and a one-line description."""
+
+    check: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.check}: {self.message}"
+
+
+def _rows(cursor: Any, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[tuple]:
+    cursor.execute(sql, params)
+    return cursor.fetchall()
+
+
+def _limited(check: str, rows: list[tuple], limit: int, describe: Callable[[tuple], str]) -> list[Finding]:
+    """Findings for the first ``limit`` rows; queries fetch ``limit + 1`` so an excess is known."""
+    findings = [Finding(check, describe(row)) for row in rows[:limit]]
+    if len(rows) > limit:
+        findings.append(Finding(check, f"more findings of this kind not listed (first {limit} shown)"))
+    return findings
+
+
+# --- 1. The levy and the roll ---------------------------------------------------------------------
+
+
+def check_levy(cursor: Any, limit: int) -> list[Finding]:
+    """¶4, ¶9: each final roll's lines add up to its levy and to the totals stored with it."""
+    rows = _rows(cursor, """
+        SELECT fy.label, l.total_levy, l.roll_total, l.roll_credits, l.roll_net, l.parcels_in_roll, l.parcels_levied,
+               COALESCE(SUM(r.om_charge), 0), COALESCE(SUM(r.credit), 0), COALESCE(SUM(r.net), 0),
+               COUNT(r.id), COUNT(r.id) FILTER (WHERE r.levied)
+          FROM levy_levy l
+          JOIN levy_fiscalyear fy ON fy.id = l.fiscal_year_id
+          LEFT JOIN levy_rollline r ON r.levy_id = l.id
+         WHERE l.status = 'final'
+         GROUP BY fy.label, l.id
+         ORDER BY fy.label
+    """)
+    findings = []
+    for label, total, roll_total, credits, net, in_roll, levied, lines_om, lines_credit, lines_net, n_lines, n_levied in rows:
+        if lines_om != total:
+            findings.append(Finding("levy", f"{label}: final roll lines add to {lines_om}, the levy (¶4) is {total}"))
+        if roll_total != total:
+            findings.append(Finding("levy", f"{label}: stored roll total {roll_total} differs from the levy {total}"))
+        if (lines_credit, lines_net) != (credits, net):
+            findings.append(Finding("levy", f"{label}: roll lines' credits/net {lines_credit}/{lines_net} differ from the "
+                                            f"stored {credits}/{net}"))
+        if (n_lines, n_levied) != (in_roll, levied):
+            findings.append(Finding("levy", f"{label}: roll has {n_lines} lines ({n_levied} levied), the levy says "
+                                            f"{in_roll} ({levied} levied)"))
+    return findings[: limit + 1]
+
+
+def check_corrections(cursor: Any, limit: int) -> list[Finding]:
+    """¶9, ¶11: each roll correction is posted once for its net change: a charge when more is owed,
+    a ledger credit on its due date when less is owed, nothing when the net does not change."""
+    rows = _rows(cursor, """
+        SELECT c.id, fy.label, rl.parcel_code, c.net_delta, l.status, ch.id, ch.principal, ch.kind,
+               ch.parcel_id = rl.parcel_id AND ch.roll_line_id = rl.id
+          FROM levy_rollcorrection c
+          JOIN levy_rollline rl ON rl.id = c.roll_line_id
+          JOIN levy_levy l ON l.id = rl.levy_id
+          JOIN levy_fiscalyear fy ON fy.id = l.fiscal_year_id
+          LEFT JOIN billing_charge ch ON ch.correction_id = c.id
+         WHERE l.status <> 'final'
+            OR (c.net_delta > 0 AND (ch.id IS NULL OR ch.principal <> c.net_delta OR ch.kind <> 'correction'
+                                     OR ch.parcel_id <> rl.parcel_id OR ch.roll_line_id <> rl.id))
+            OR (c.net_delta <= 0 AND ch.id IS NOT NULL)
+         ORDER BY c.id
+         LIMIT %s
+    """, [limit + 1])
+
+    def describe(row: tuple) -> str:
+        pk, label, parcel, net, status, charge, principal, kind, same_line = row
+        where = f"correction {pk} ({label}, parcel {parcel}, net {net})"
+        if status != "final":
+            return f"{where} corrects a roll that is not final"
+        if net > 0 and charge is None:
+            return f"{where} has no charge"
+        if net <= 0:
+            return f"{where} lowers or keeps the net but has charge C{charge}"
+        if not same_line:
+            return f"{where}: its charge C{charge} is on another parcel or line"
+        return f"{where}: its charge C{charge} is a {kind} of {principal}"
+
+    findings = _limited("corrections", rows, limit, describe)
+    rows = _rows(cursor, """
+        WITH expected AS (
+            SELECT rl.parcel_id AS pid, c.due_date AS day, SUM(-c.net_delta) AS amount
+              FROM levy_rollcorrection c JOIN levy_rollline rl ON rl.id = c.roll_line_id
+             WHERE c.net_delta < 0
+             GROUP BY rl.parcel_id, c.due_date
+        ), posted AS (
+            SELECT parcel_id AS pid, entry_date AS day, SUM(credit - debit) AS amount
+              FROM billing_ledgerentry WHERE kind = 'correction'
+             GROUP BY parcel_id, entry_date
+        )
+        SELECT p.parcel_id, day, COALESCE(expected.amount, 0), COALESCE(posted.amount, 0)
+          FROM expected FULL JOIN posted USING (pid, day)
+          JOIN parcels_parcel p ON p.id = pid
+         WHERE expected.amount IS DISTINCT FROM posted.amount
+         ORDER BY p.parcel_id, day
+         LIMIT %s
+    """, [limit + 1])
+    findings += _limited("corrections", rows, limit, lambda row: (
+        f"parcel {row[0]} on {row[1].isoformat()}: corrections lower the debt by {row[2]}, the ledger credits {row[3]}"
+    ))
+    charges = _rows(cursor, """
+        SELECT c.id, p.parcel_id FROM billing_charge c JOIN parcels_parcel p ON p.id = c.parcel_id
+         WHERE c.kind = 'correction' AND c.correction_id IS NULL ORDER BY c.id LIMIT %s
+    """, [limit + 1])
+    findings += _limited("corrections", charges, limit, lambda row: f"charge C{row[0]} (parcel {row[1]}) is a correction "
+                                                                   "without its roll correction")
+    return findings
+
+
+# --- 2. Installments ------------------------------------------------------------------------------
+
+
+def check_installments(cursor: Any, limit: int) -> list[Finding]:
+    """¶9, ¶12: the installments of each final roll line are its two halves (so they add to its net);
+    a line that is not levied, and any draft roll, has none."""
+    rows = _rows(cursor, """
+        WITH issued AS (
+            SELECT fy.label, r.parcel_code, r.net,
+                   CASE WHEN r.levied THEN r.first_installment ELSE 0 END AS want_1,
+                   CASE WHEN r.levied THEN r.second_installment ELSE 0 END AS want_2,
+                   COUNT(c.id) FILTER (WHERE c.number = 1) AS n_1, COALESCE(SUM(c.principal) FILTER (WHERE c.number = 1), 0) AS got_1,
+                   COUNT(c.id) FILTER (WHERE c.number = 2) AS n_2, COALESCE(SUM(c.principal) FILTER (WHERE c.number = 2), 0) AS got_2,
+                   COUNT(c.id) FILTER (WHERE c.parcel_id <> r.parcel_id OR c.fiscal_year_id <> l.fiscal_year_id
+                                          OR c.number NOT IN (1, 2)) AS misplaced
+              FROM levy_rollline r
+              JOIN levy_levy l ON l.id = r.levy_id AND l.status = 'final'
+              JOIN levy_fiscalyear fy ON fy.id = l.fiscal_year_id
+              LEFT JOIN billing_charge c ON c.roll_line_id = r.id AND c.kind = 'installment'
+             GROUP BY fy.label, r.id
+        )
+        SELECT label, parcel_code, net, want_1, got_1, n_1, want_2, got_2, n_2, misplaced FROM issued
+         WHERE got_1 <> want_1 OR got_2 <> want_2 OR misplaced > 0
+            OR n_1 <> (CASE WHEN want_1 > 0 THEN 1 ELSE 0 END) OR n_2 <> (CASE WHEN want_2 > 0 THEN 1 ELSE 0 END)
+         ORDER BY label, parcel_code
+         LIMIT %s
+    """, [limit + 1])
+
+    def describe(row: tuple) -> str:
+        label, parcel, net, want_1, got_1, n_1, want_2, got_2, n_2, misplaced = row
+        if misplaced:
+            return f"{label} parcel {parcel}: {misplaced} installment(s) on another parcel, year or half"
+        return (f"{label} parcel {parcel}: net {net}, installments issued {got_1} + {got_2} ({n_1} + {n_2} charges), "
+                f"expected {want_1} + {want_2}")
+
+    findings = _limited("installments", rows, limit, describe)
+    rows = _rows(cursor, """
+        SELECT c.id, p.parcel_id FROM billing_charge c
+          JOIN parcels_parcel p ON p.id = c.parcel_id
+          LEFT JOIN levy_rollline r ON r.id = c.roll_line_id
+          LEFT JOIN levy_levy l ON l.id = r.levy_id
+         WHERE c.kind = 'installment' AND (l.status IS DISTINCT FROM 'final')
+         ORDER BY c.id LIMIT %s
+    """, [limit + 1])
+    findings += _limited("installments", rows, limit, lambda row: f"charge C{row[0]} (parcel {row[1]}) is an installment "
+                                                                  "of a roll that is not final")
+    return findings
+
+
+# --- 3. The ledger --------------------------------------------------------------------------------
+
+# Which side of the ledger each kind of entry is on, and what it must point at.
+LEDGER_SHAPE = """
+       (e.kind = 'charge' AND e.credit = 0 AND e.charge_id IS NOT NULL AND e.payment_id IS NULL AND e.refund_id IS NULL)
+    OR (e.kind = 'refund' AND e.credit = 0 AND e.charge_id IS NOT NULL AND e.refund_id IS NOT NULL AND e.payment_id IS NULL)
+    OR (e.kind IN ('surcharge', 'void') AND e.credit = 0 AND e.payment_id IS NOT NULL AND e.charge_id IS NULL
+        AND e.refund_id IS NULL)
+    OR (e.kind IN ('payment', 'surcharge_void') AND e.debit = 0 AND e.payment_id IS NOT NULL AND e.charge_id IS NULL
+        AND e.refund_id IS NULL)
+    OR (e.kind = 'correction' AND e.debit = 0 AND e.charge_id IS NULL AND e.payment_id IS NULL AND e.refund_id IS NULL)
+"""
+
+# The surcharge each payment settled, as printed on its receipt (¶12).
+RECEIPT_SURCHARGE = """
+    SELECT r.payment_id, COALESCE(SUM((a.value ->> 'surcharge')::numeric), 0) AS surcharge
+      FROM billing_receipt r
+      LEFT JOIN LATERAL jsonb_array_elements(
+          CASE WHEN jsonb_typeof(r.snapshot -> 'applications') = 'array' THEN r.snapshot -> 'applications' ELSE '[]'::jsonb END
+      ) a ON TRUE
+     GROUP BY r.payment_id
+"""
+
+
+def check_ledger(cursor: Any, limit: int) -> list[Finding]:
+    findings = []
+    rows = _rows(cursor, f"""
+        SELECT e.id, p.parcel_id, e.kind FROM billing_ledgerentry e JOIN parcels_parcel p ON p.id = e.parcel_id
+         WHERE NOT ({LEDGER_SHAPE}) ORDER BY e.id LIMIT %s
+    """, [limit + 1])
+    findings += _limited("ledger", rows, limit, lambda row: f"entry {row[0]} (parcel {row[1]}, {row[2]}) is on the wrong side "
+                                                            "or points at the wrong record")
+    # Every charge (refunds included) is one debit of its principal on its parcel.
+    rows = _rows(cursor, """
+        SELECT c.id, p.parcel_id, c.kind, c.principal, COUNT(e.id), COALESCE(SUM(e.debit - e.credit), 0)
+          FROM billing_charge c
+          JOIN parcels_parcel p ON p.id = c.parcel_id
+          LEFT JOIN billing_ledgerentry e ON e.charge_id = c.id
+         GROUP BY c.id, p.parcel_id
+        HAVING COUNT(e.id) <> 1 OR COALESCE(SUM(e.debit - e.credit), 0) <> c.principal
+            OR COUNT(e.id) FILTER (WHERE e.parcel_id <> c.parcel_id
+                                      OR e.kind <> CASE WHEN c.kind = 'refund' THEN 'refund' ELSE 'charge' END) > 0
+         ORDER BY c.id LIMIT %s
+    """, [limit + 1])
+    findings += _limited("ledger", rows, limit, lambda row: (
+        f"charge C{row[0]} (parcel {row[1]}, {row[2]} of {row[3]}) is in the ledger {row[4]} time(s) for {row[5]}"
+    ))
+    # Every payment is one credit on its date; a void is one debit of it on the void's date; the
+    # surcharge its receipt shows is one debit, reversed once if the payment is voided.
+    rows = _rows(cursor, f"""
+        WITH surcharge AS ({RECEIPT_SURCHARGE}),
+        entries AS (
+            SELECT pm.id, p.parcel_id, pm.amount, v.id IS NOT NULL AS voided, COALESCE(s.surcharge, 0) AS surcharge,
+                   COUNT(e.id) FILTER (WHERE e.kind = 'payment') AS n_pay,
+                   COALESCE(SUM(e.credit) FILTER (WHERE e.kind = 'payment'), 0) AS pay,
+                   COUNT(e.id) FILTER (WHERE e.kind = 'void') AS n_void,
+                   COALESCE(SUM(e.debit) FILTER (WHERE e.kind = 'void'), 0) AS void,
+                   COUNT(e.id) FILTER (WHERE e.kind = 'surcharge') AS n_sur,
+                   COALESCE(SUM(e.debit) FILTER (WHERE e.kind = 'surcharge'), 0) AS sur,
+                   COUNT(e.id) FILTER (WHERE e.kind = 'surcharge_void') AS n_sur_void,
+                   COALESCE(SUM(e.credit) FILTER (WHERE e.kind = 'surcharge_void'), 0) AS sur_void,
+                   COUNT(e.id) FILTER (WHERE e.parcel_id <> pm.parcel_id
+                                          OR (e.kind IN ('payment', 'surcharge') AND e.entry_date <> pm.paid_on)
+                                          OR (e.kind IN ('void', 'surcharge_void') AND e.entry_date IS DISTINCT FROM v.voided_on)
+                                          OR e.kind NOT IN ('payment', 'void', 'surcharge', 'surcharge_void')) AS misplaced
+              FROM billing_payment pm
+              JOIN parcels_parcel p ON p.id = pm.parcel_id
+              LEFT JOIN billing_paymentvoid v ON v.payment_id = pm.id
+              LEFT JOIN surcharge s ON s.payment_id = pm.id
+              LEFT JOIN billing_ledgerentry e ON e.payment_id = pm.id
+             GROUP BY pm.id, p.parcel_id, v.id, s.surcharge
+        )
+        SELECT id, parcel_id, amount, voided, surcharge, n_pay, pay, n_void, void, n_sur, sur, n_sur_void, sur_void, misplaced
+          FROM entries
+         WHERE n_pay <> 1 OR pay <> amount
+            OR n_void <> (CASE WHEN voided THEN 1 ELSE 0 END) OR void <> (CASE WHEN voided THEN amount ELSE 0 END)
+            OR n_sur <> (CASE WHEN surcharge > 0 THEN 1 ELSE 0 END) OR sur <> surcharge
+            OR n_sur_void <> (CASE WHEN voided AND surcharge > 0 THEN 1 ELSE 0 END)
+            OR sur_void <> (CASE WHEN voided THEN surcharge ELSE 0 END)
+            OR misplaced > 0
+         ORDER BY id LIMIT %s
+    """, [limit + 1])
+
+    def payment(row: tuple) -> str:
+        pk, parcel, amount, voided, surcharge, n_pay, pay, n_void, void, n_sur, sur, n_sur_void, sur_void, misplaced = row
+        where = f"payment P{pk} (parcel {parcel}, {amount}{', voided' if voided else ''})"
+        if misplaced:
+            return f"{where}: {misplaced} ledger entries on another parcel, date or kind"
+        return (f"{where}, receipt surcharge {surcharge}: ledger has payment {n_pay}×{pay}, void {n_void}×{void}, "
+                f"surcharge {n_sur}×{sur}, surcharge reversal {n_sur_void}×{sur_void}")
+
+    findings += _limited("ledger", rows, limit, payment)
+    rows = _rows(cursor, """
+        SELECT f.id, p.parcel_id, f.amount, COUNT(e.id), COALESCE(SUM(e.debit - e.credit), 0)
+          FROM billing_refund f
+          JOIN parcels_parcel p ON p.id = f.parcel_id
+          LEFT JOIN billing_ledgerentry e ON e.refund_id = f.id
+         GROUP BY f.id, p.parcel_id
+        HAVING COUNT(e.id) <> 1 OR COALESCE(SUM(e.debit - e.credit), 0) <> f.amount
+            OR COUNT(e.id) FILTER (WHERE e.parcel_id <> f.parcel_id OR e.kind <> 'refund' OR e.entry_date <> f.refunded_on) > 0
+         ORDER BY f.id LIMIT %s
+    """, [limit + 1])
+    findings += _limited("ledger", rows, limit, lambda row: (
+        f"refund {row[0]} (parcel {row[1]}, {row[2]}) is in the ledger {row[3]} time(s) for {row[4]}"
+    ))
+    findings += check_balances(cursor, limit)
+    return findings
+
+
+def check_balances(cursor: Any, limit: int) -> list[Finding]:
+    """Each parcel's ledger balance (Σ debits − Σ credits) against its records: charges + realized
+    surcharges − payments not voided − correction credits."""
+    rows = _rows(cursor, f"""
+        WITH surcharge AS ({RECEIPT_SURCHARGE}),
+        kept AS (
+            SELECT pm.id, pm.parcel_id, pm.amount FROM billing_payment pm
+             WHERE NOT EXISTS (SELECT 1 FROM billing_paymentvoid v WHERE v.payment_id = pm.id)
+        ),
+        movements AS (
+            SELECT parcel_id, principal AS amount FROM billing_charge
+            UNION ALL SELECT parcel_id, -amount FROM kept
+            UNION ALL SELECT kept.parcel_id, s.surcharge FROM kept JOIN surcharge s ON s.payment_id = kept.id
+            UNION ALL SELECT rl.parcel_id, c.net_delta FROM levy_rollcorrection c
+                        JOIN levy_rollline rl ON rl.id = c.roll_line_id WHERE c.net_delta < 0
+        ),
+        expected AS (SELECT parcel_id AS pid, SUM(amount) AS balance FROM movements GROUP BY parcel_id),
+        ledger AS (SELECT parcel_id AS pid, SUM(debit) - SUM(credit) AS balance FROM billing_ledgerentry GROUP BY parcel_id)
+        SELECT p.parcel_id, COALESCE(expected.balance, 0), COALESCE(ledger.balance, 0)
+          FROM expected FULL JOIN ledger USING (pid)
+          JOIN parcels_parcel p ON p.id = pid
+         WHERE COALESCE(expected.balance, 0) <> COALESCE(ledger.balance, 0)
+         ORDER BY p.parcel_id LIMIT %s
+    """, [limit + 1])
+    return _limited("ledger", rows, limit, lambda row: (
+        f"parcel {row[0]}: charges + surcharges − payments − credits = {row[1]}, the ledger balance is {row[2]}"
+    ))
+
+
+# --- 4. Numbering ---------------------------------------------------------------------------------
+
+
+def check_receipts(cursor: Any, limit: int) -> list[Finding]:
+    """Receipt numbers 1…n per office and fiscal year, voided payments' receipts included."""
+    series = _rows(cursor, """
+        WITH issued AS (
+            SELECT office_id, fiscal_year, COUNT(*) AS n, COUNT(DISTINCT number) AS distinct_n, MIN(number) AS low,
+                   MAX(number) AS high
+              FROM billing_receipt GROUP BY office_id, fiscal_year
+        )
+        SELECT o.id, o.code, fiscal_year, COALESCE(i.n, 0), COALESCE(i.distinct_n, 0), i.low, COALESCE(i.high, 0),
+               s.last_number
+          FROM issued i FULL JOIN billing_receiptseries s USING (office_id, fiscal_year)
+          JOIN billing_office o ON o.id = office_id
+         WHERE s.id IS NULL OR i.n IS DISTINCT FROM i.distinct_n OR COALESCE(i.high, 0) <> COALESCE(i.n, 0)
+            OR (i.n > 0 AND i.low <> 1) OR s.last_number <> COALESCE(i.high, 0)
+         ORDER BY o.code, fiscal_year
+    """)
+    findings = []
+    for office_id, code, year, count, distinct, low, high, last in series:
+        where = f"series {code} {year}"
+        reasons = []
+        if last is None:
+            reasons.append(f"{count} receipts but no series row")
+        elif last != high:
+            reasons.append(f"last number allocated {last}, highest receipt {high}")
+        duplicates = _rows(cursor, """
+            SELECT number FROM billing_receipt WHERE office_id = %s AND fiscal_year = %s
+             GROUP BY number HAVING COUNT(*) > 1 ORDER BY number LIMIT 20
+        """, [office_id, year])
+        if duplicates:
+            reasons.append(f"duplicate numbers {', '.join(str(n) for (n,) in duplicates)}")
+        missing = _rows(cursor, """
+            SELECT n FROM generate_series(1, GREATEST(%s, %s)) n
+             WHERE NOT EXISTS (SELECT 1 FROM billing_receipt WHERE office_id = %s AND fiscal_year = %s AND number = n)
+             ORDER BY n LIMIT 20
+        """, [high, last or 0, office_id, year])
+        if missing:
+            reasons.append(f"missing numbers {', '.join(str(n) for (n,) in missing)}")
+        if not reasons:
+            reasons.append(f"{count} receipts, {distinct} numbers from {low} to {high}")
+        findings += [Finding("receipts", f"{where}: {reason}") for reason in reasons]
+    findings = findings[: limit + 1]
+    rows = _rows(cursor, f"""
+        SELECT pm.id, p.parcel_id, r.id, r.office_id = pm.office_id, r.fiscal_year = {FISCAL_YEAR_OF_PAID_ON},
+               r.snapshot ->> 'amount', pm.amount
+          FROM billing_payment pm
+          JOIN parcels_parcel p ON p.id = pm.parcel_id
+          LEFT JOIN billing_receipt r ON r.payment_id = pm.id
+         WHERE r.id IS NULL OR r.office_id <> pm.office_id OR r.fiscal_year <> {FISCAL_YEAR_OF_PAID_ON}
+            OR (r.snapshot ->> 'amount')::numeric IS DISTINCT FROM pm.amount
+         ORDER BY pm.id LIMIT %s
+    """, [limit + 1])
+
+    def describe(row: tuple) -> str:
+        pk, parcel, receipt, same_office, same_year, printed, amount = row
+        if receipt is None:
+            return f"payment P{pk} (parcel {parcel}) has no receipt"
+        if not same_office or not same_year:
+            return f"payment P{pk} (parcel {parcel}): its receipt is in another office's or year's series"
+        return f"payment P{pk} (parcel {parcel}) of {amount}: its receipt says {printed}"
+
+    return findings + _limited("receipts", rows, limit, describe)
+
+
+# Numbered documents of ``DocumentSeries``: the series kind and the table and column of its numbers.
+DOCUMENT_NUMBERS = """
+    SELECT 'bill' AS kind, number FROM billing_bill
+    UNION ALL SELECT 'certificate', number FROM billing_debtcertificate
+    UNION ALL SELECT 'seizure_' || kind, number FROM billing_seizurestep
+"""
+
+
+def check_document_series(cursor: Any, limit: int) -> list[Finding]:
+    """Bills, debt certificates and seizure notices: ``PREFIX-YYYY-NNNNNN`` numbered 1…n per kind
+    and year (the year the number carries), n being the series' last number."""
+    rows = _rows(cursor, f"""
+        WITH numbers AS ({DOCUMENT_NUMBERS}),
+        parsed AS (
+            SELECT kind, number, number ~ '^[A-Z]+-[0-9]{{4}}-[0-9]+$' AS ok,
+                   CASE WHEN number ~ '^[A-Z]+-[0-9]{{4}}-[0-9]+$' THEN split_part(number, '-', 2)::int END AS year,
+                   CASE WHEN number ~ '^[A-Z]+-[0-9]{{4}}-[0-9]+$' THEN split_part(number, '-', 3)::bigint END AS n
+              FROM numbers
+        ),
+        issued AS (
+            SELECT kind, year, COUNT(*) AS count, COUNT(DISTINCT n) AS distinct_n, MIN(n) AS low, MAX(n) AS high,
+                   COUNT(*) FILTER (WHERE NOT ok) AS malformed
+              FROM parsed GROUP BY kind, year
+        )
+        SELECT kind, year, COALESCE(i.count, 0), COALESCE(i.distinct_n, 0), i.low, COALESCE(i.high, 0),
+               COALESCE(i.malformed, 0), s.last_number
+          FROM issued i FULL JOIN billing_documentseries s USING (kind, year)
+         WHERE COALESCE(i.malformed, 0) > 0 OR COALESCE(i.count, 0) <> COALESCE(i.distinct_n, 0)
+            OR COALESCE(i.high, 0) <> COALESCE(i.count, 0) OR (i.count > 0 AND i.low <> 1)
+            OR s.last_number IS DISTINCT FROM COALESCE(i.high, 0)
+         ORDER BY kind, year LIMIT %s
+    """, [limit + 1])
+
+    def describe(row: tuple) -> str:
+        kind, year, count, distinct, low, high, malformed, last = row
+        if malformed:
+            return f"{kind}: {malformed} number(s) not of the form PREFIX-YYYY-NNNNNN"
+        return (f"{kind} {year}: {count} documents with {distinct} numbers from {low} to {high}, "
+                f"series last number {last if last is not None else 'missing'} (gaps or duplicates)")
+
+    return _limited("numbering", rows, limit, describe)
+
+
+# --- 5. Stored documents --------------------------------------------------------------------------
+
+
+def check_documents(cursor: Any, limit: int) -> list[Finding]:
+    """Stored PDFs are the bytes issued: SHA-256 of the stored bytes = the hash stored with them."""
+    rows = _rows(cursor, """
+        SELECT kind, number, sha256, encode(sha256(pdf), 'hex') FROM billing_issueddocument
+         WHERE sha256 <> encode(sha256(pdf), 'hex') ORDER BY kind, number LIMIT %s
+    """, [limit + 1])
+    findings = _limited("documents", rows, limit, lambda row: (
+        f"{row[0]} {row[1]}: stored bytes hash to {row[3][:16]}…, issued as {row[2][:16]}…"
+    ))
+    rows = _rows(cursor, """
+        SELECT number FROM billing_seizurestep WHERE substring(pdf FROM 1 FOR 5) <> '\\x255044462d'::bytea
+         ORDER BY number LIMIT %s
+    """, [limit + 1])
+    findings += _limited("documents", rows, limit, lambda row: f"seizure notice {row[0]}: stored bytes are not a PDF")
+    return findings
+
+
+def check_batch_files(limit: int) -> list[Finding]:
+    """Bulk-printing parts live in MEDIA_ROOT (no hash is stored): their files must be there."""
+    from django.core.files.storage import default_storage
+
+    from .models import BillBatchPart
+
+    missing = [name for name in BillBatchPart.objects.values_list("pdf", flat=True).order_by("pk")
+               if not name or not default_storage.exists(name)]
+    return _limited("documents", [(name,) for name in missing], limit, lambda row: f"bulk-printing part file missing: {row[0]}")
+
+
+# --- Running them ---------------------------------------------------------------------------------
+
+CHECKS: tuple[Callable[[Any, int], list[Finding]], ...] = (
+    check_levy, check_corrections, check_installments, check_ledger, check_receipts, check_document_series, check_documents,
+)
+
+
+def has_books(cursor: Any) -> bool:
+    """Whether anything the checks look at exists (a fresh or registry-only database has nothing)."""
+    cursor.execute("""
+        SELECT EXISTS (SELECT 1 FROM levy_levy WHERE status = 'final') OR EXISTS (SELECT 1 FROM billing_charge)
+            OR EXISTS (SELECT 1 FROM billing_payment) OR EXISTS (SELECT 1 FROM billing_ledgerentry)
+            OR EXISTS (SELECT 1 FROM billing_receipt) OR EXISTS (SELECT 1 FROM billing_receiptseries)
+            OR EXISTS (SELECT 1 FROM billing_documentseries) OR EXISTS (SELECT 1 FROM billing_issueddocument)
+            OR EXISTS (SELECT 1 FROM billing_billbatchpart) OR EXISTS (SELECT 1 FROM levy_rollcorrection)
+    """)
+    return bool(cursor.fetchone()[0])
+
+
+def verify(*, using: str = "default", limit: int = DEFAULT_LIMIT) -> list[Finding]:
+    """Every invariant of the books; an empty list when they balance. Read-only."""
+    with connections[using].cursor() as cursor:
+        if not has_books(cursor):
+            return []
+        findings = []
+        for check in CHECKS:
+            findings += check(cursor, limit)
+    return findings + check_batch_files(limit)
+
+
+# --- Control totals -------------------------------------------------------------------------------
+
+
+def control_totals(*, using: str = "default") -> dict[str, str]:
+    """Figures two copies of the books must share, as strings (``name -> value``), in a fixed order."""
+    totals: dict[str, str] = {}
+    with connections[using].cursor() as cursor:
+        cursor.execute("SELECT COUNT(*) FROM parcels_parcel")
+        totals["parcels"] = str(cursor.fetchone()[0])
+        for label, total, credits, net, lines, levied in _rows(cursor, """
+            SELECT fy.label, l.total_levy, l.roll_credits, l.roll_net, l.parcels_in_roll, l.parcels_levied
+              FROM levy_levy l JOIN levy_fiscalyear fy ON fy.id = l.fiscal_year_id
+             WHERE l.status = 'final' ORDER BY fy.label
+        """):
+            totals[f"levy {label}"] = str(total)
+            totals[f"levy {label} credits"] = str(credits)
+            totals[f"levy {label} net"] = str(net)
+            totals[f"levy {label} lines"] = f"{lines} ({levied} levied)"
+        for label, count, net in _rows(cursor, """
+            SELECT fy.label, COUNT(c.id), SUM(c.net_delta) FROM levy_rollcorrection c
+              JOIN levy_rollline r ON r.id = c.roll_line_id JOIN levy_levy l ON l.id = r.levy_id
+              JOIN levy_fiscalyear fy ON fy.id = l.fiscal_year_id
+             GROUP BY fy.label ORDER BY fy.label
+        """):
+            totals[f"corrections {label}"] = f"{count} ({net})"
+        for label, kind, count, principal in _rows(cursor, """
+            SELECT fy.label, c.kind, COUNT(*), SUM(c.principal) FROM billing_charge c
+              JOIN levy_fiscalyear fy ON fy.id = c.fiscal_year_id
+             GROUP BY fy.label, c.kind ORDER BY fy.label, c.kind
+        """):
+            totals[f"charges {label} {kind}"] = f"{count} ({principal})"
+        ((count, amount, voided, voided_amount),) = _rows(cursor, """
+            SELECT COUNT(pm.id), COALESCE(SUM(pm.amount), 0), COUNT(v.id), COALESCE(SUM(pm.amount) FILTER (WHERE v.id IS NOT NULL), 0)
+              FROM billing_payment pm LEFT JOIN billing_paymentvoid v ON v.payment_id = pm.id
+        """)
+        totals["payments"] = f"{count} ({amount})"
+        totals["payments voided"] = f"{voided} ({voided_amount})"
+        ((surcharges, refunds, corrections, debit, credit, entries),) = _rows(cursor, """
+            SELECT COALESCE(SUM(debit) FILTER (WHERE kind = 'surcharge'), 0)
+                   - COALESCE(SUM(credit) FILTER (WHERE kind = 'surcharge_void'), 0),
+                   COALESCE(SUM(debit) FILTER (WHERE kind = 'refund'), 0),
+                   COALESCE(SUM(credit) FILTER (WHERE kind = 'correction'), 0),
+                   COALESCE(SUM(debit), 0), COALESCE(SUM(credit), 0), COUNT(*)
+              FROM billing_ledgerentry
+        """)
+        totals["surcharges realized"] = str(surcharges)
+        totals["refunds"] = str(refunds)
+        totals["correction credits"] = str(corrections)
+        totals["ledger entries"] = str(entries)
+        totals["ledger debits"] = str(debit)
+        totals["ledger credits"] = str(credit)
+        totals["ledger balance"] = str(Decimal(debit) - Decimal(credit))
+        ((receipts, voided, series),) = _rows(cursor, """
+            SELECT COUNT(r.id), COUNT(v.id), (SELECT COUNT(*) FROM billing_receiptseries)
+              FROM billing_receipt r LEFT JOIN billing_paymentvoid v ON v.payment_id = r.payment_id
+        """)
+        totals["receipts"] = f"{receipts} in {series} series ({voided} of voided payments)"
+        for kind, count in _rows(cursor, "SELECT kind, COUNT(*) FROM billing_issueddocument GROUP BY kind ORDER BY kind"):
+            totals[f"documents {kind}"] = str(count)
+        for name, table in (("bills", "billing_bill"), ("debt certificates", "billing_debtcertificate"),
+                            ("seizure notices", "billing_seizurestep"), ("bulk-printing parts", "billing_billbatchpart")):
+            cursor.execute(f"SELECT COUNT(*) FROM {table}")  # table names are the constants above
+            totals[name] = str(cursor.fetchone()[0])
+        cursor.execute("""
+            SELECT encode(sha256(convert_to(COALESCE(string_agg(kind || ' ' || number || ' ' || sha256, ',' ORDER BY kind, number), ''),
+                                            'UTF8')), 'hex')
+              FROM billing_issueddocument
+        """)
+        totals["documents digest"] = cursor.fetchone()[0]
+    return totals
+
+
+def totals_differences(expected: dict[str, str], actual: dict[str, str]) -> list[Finding]:
+    """Findings for each control total that differs between two copies of the books."""
+    return [
+        Finding("totals", f"{name}: expected {expected.get(name, '(none)')}, found {actual.get(name, '(none)')}")
+        for name in [*expected, *(name for name in actual if name not in expected)]
+        if expected.get(name) != actual.get(name)
+    ]

@@ -1,0 +1,222 @@
+"""The books' invariants (``billing.books``, ``manage.py verify_books``): clean books built through
+the services pass with their control totals; each kind of tampering is found and named."""
+
+from __future__ import annotations
+
+import io
+import json
+from datetime import date
+from decimal import Decimal
+
+import pgtrigger
+import pytest
+from django.core.management import call_command
+
+from billing import books, documents, services
+from billing.models import Charge, IssuedDocument, LedgerEntry, Receipt
+from levy.models import RollLine
+from levy.services import roll_correction_create
+from parcels.models import Parcel
+from tests.billing import conftest as billing_fixtures
+
+district_1 = billing_fixtures.district_1
+staff = billing_fixtures.staff
+
+
+def parcel(code: str) -> Parcel:
+    return Parcel.objects.get(parcel_id=code)
+
+
+def build_books(staff: dict) -> None:
+    """On a finalized district (worked example 1): payments on time and late, voids with and
+    without a settled surcharge, corrections both ways, a refund, a bill, a debt certificate and
+    a seizure notice, every one through its service."""
+    collector, supervisor, hacienda = staff["collector"], staff["supervisor"], staff["hacienda"]
+
+    def pay(code: str, amount: str, on: date, **kwargs) -> Receipt:
+        return services.payment_record(acting_user=collector, parcel=parcel(code), amount=Decimal(amount), paid_on=on, **kwargs)
+
+    pay("P1", "9180.00", date(2026, 7, 2))
+    pay("P4", "7000.21", date(2026, 10, 15))  # the July half, late: ½% × 2 months
+    bounced = pay("P2", "22950.00", date(2026, 7, 10), method="check")
+    services.payment_void(acting_user=supervisor, payment=bounced.payment, reason="Cheque devuelto", voided_on=date(2026, 7, 20))
+    late = pay("P5", "1000.00", date(2026, 9, 15), method="check")  # settles 11.25 of surcharge
+    services.payment_void(acting_user=supervisor, payment=late.payment, reason="Cheque devuelto", voided_on=date(2026, 9, 20))
+    pay("P5", "5000.00", date(2026, 10, 20))  # more than everything owed: a credit
+    services.refund_issue(acting_user=supervisor, parcel=parcel("P5"), amount=Decimal("100.00"), reason="Sobrepago",
+                          refunded_on=date(2026, 10, 25))
+    line = RollLine.objects.get(parcel__parcel_id="P1", levy__status="final")
+    roll_correction_create(acting_user=hacienda, roll_line=line, om_charge_delta=Decimal("120.00"), credit_delta=Decimal("0"),
+                           reason="Área corregida", due_date=date(2026, 11, 1))
+    line = RollLine.objects.get(parcel__parcel_id="P3", levy__status="final")
+    roll_correction_create(acting_user=hacienda, roll_line=line, om_charge_delta=Decimal("0"), credit_delta=Decimal("50.00"),
+                           reason="Crédito reconocido", due_date=date(2026, 11, 1))
+    documents.bill_issue(acting_user=hacienda, charge=Charge.objects.get(parcel__parcel_id="P3", number=2),
+                         issued_on=date(2026, 12, 1))
+    services.certificate_issue(acting_user=hacienda, parcel=parcel("P3"), as_of=date(2026, 12, 1))
+    services.seizure_step_issue(acting_user=hacienda, parcel=parcel("P3"), kind="notice", on=date(2026, 12, 1))
+
+
+def verify_books(*args: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        call_command("verify_books", *args, stdout=out, stderr=err)
+        code = 0
+    except SystemExit as exc:
+        code = exc.code
+    return code, out.getvalue(), err.getvalue()
+
+
+@pytest.fixture
+def books_district(district_1, staff):
+    build_books(staff)
+    return district_1
+
+
+# --- Clean books ----------------------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_an_empty_database_has_balanced_books():
+    assert books.verify() == []
+    assert books.control_totals()["payments"] == "0 (0)"
+
+
+@pytest.mark.django_db
+def test_books_built_through_the_services_balance(books_district):
+    assert books.verify() == []
+    totals = books.control_totals()
+    assert totals["levy 2026-2027"] == "91800.00"
+    assert totals["levy 2026-2027 lines"] == "5 (5 levied)"
+    assert totals["charges 2026-2027 installment"] == "10 (91800.00)"
+    assert totals["charges 2026-2027 correction"] == "1 (120.00)"
+    assert totals["corrections 2026-2027"] == "2 (70.00)"
+    assert totals["payments"] == "5 (45130.21)"
+    assert totals["payments voided"] == "2 (23950.00)"
+    assert totals["surcharges realized"] == "91.80"  # P4's 69.31 and P5's 22.49; the voided payment's 11.25 was reversed
+    assert totals["correction credits"] == "50.00"
+    assert totals["refunds"] == "100.00"
+    assert totals["receipts"] == "5 in 1 series (2 of voided payments)"
+    assert (totals["documents receipt"], totals["documents bill"], totals["documents certificate"]) == ("5", "1", "1")
+    assert totals["seizure notices"] == "1"
+    ledger = LedgerEntry.objects.all()
+    assert Decimal(totals["ledger balance"]) == sum(e.debit.amount - e.credit.amount for e in ledger)
+    assert Decimal(totals["ledger balance"]) == (
+        Decimal("91800.00") + Decimal("120.00") + Decimal("100.00") + Decimal("91.80")  # charges, refund, surcharges
+        - (Decimal("45130.21") - Decimal("23950.00")) - Decimal("50.00")  # payments kept, correction credit
+    )
+
+
+@pytest.mark.django_db
+def test_verify_books_prints_the_control_totals_and_compares_them(books_district, tmp_path):
+    code, out, err = verify_books()
+    assert code == 0, out + err
+    assert out.splitlines()[0] == "books balance; control totals:"
+    assert "  levy 2026-2027 " in out and "91800.00" in out and "documents digest" in out
+    code, out, err = verify_books("--format", "json")
+    data = json.loads(out)
+    assert code == 0 and data["ok"] and data["findings"] == []
+    saved = tmp_path / "totals.json"
+    saved.write_text(json.dumps(data))
+    assert verify_books("--compare", str(saved))[0] == 0
+    data["totals"]["payments"] = "4 (45030.21)"
+    saved.write_text(json.dumps(data))
+    code, out, err = verify_books("--compare", str(saved))
+    assert code == 1
+    assert out.splitlines() == ["totals: payments: expected 4 (45030.21), found 5 (45130.21)"]
+    assert err.strip() == "verify_books: 1 finding(s)"
+
+
+@pytest.mark.django_db
+def test_the_checks_are_set_based(books_district, staff, django_assert_max_num_queries):
+    """The number of queries does not grow with the books (one query per check)."""
+    with django_assert_max_num_queries(20) as before:
+        assert books.verify() == []
+    for day in range(3, 9):
+        services.payment_record(acting_user=staff["collector"], parcel=parcel("P3"), amount=Decimal("10.00"),
+                                paid_on=date(2026, 7, day))
+    with django_assert_max_num_queries(len(before.captured_queries)):
+        assert books.verify() == []
+
+
+# --- Tampering is found ---------------------------------------------------------------------------
+
+
+@pytest.mark.books_unchecked
+@pytest.mark.django_db
+def test_a_changed_stored_document_is_found(books_district):
+    receipt = Receipt.objects.get(payment__parcel__parcel_id="P1")
+    with pgtrigger.ignore("billing.IssuedDocument:append_only"):
+        IssuedDocument.objects.filter(receipt=receipt).update(pdf=b"%PDF-1.7 forged")
+    findings = [str(f) for f in books.verify()]
+    assert len(findings) == 1
+    assert findings[0].startswith(f"documents: receipt {receipt.display_number}: stored bytes hash to ")
+    code, out, err = verify_books()
+    assert code == 1 and out.splitlines() == findings
+
+
+@pytest.mark.books_unchecked
+@pytest.mark.django_db
+def test_a_changed_ledger_entry_is_found(books_district):
+    entry = LedgerEntry.objects.get(kind="payment", payment__parcel__parcel_id="P1")
+    with pgtrigger.ignore("billing.LedgerEntry:append_only"):
+        LedgerEntry.objects.filter(pk=entry.pk).update(credit=Decimal("9179.00"))
+    findings = [str(f) for f in books.verify()]
+    assert findings == [
+        f"ledger: payment P{entry.payment_id} (parcel P1, 9180.00), receipt surcharge 0.00: ledger has payment 1×9179.00, "
+        "void 0×0, surcharge 0×0, surcharge reversal 0×0",
+        "ledger: parcel P1: charges + surcharges − payments − credits = 9300.00, the ledger balance is 9301.00",
+    ]
+
+
+@pytest.mark.books_unchecked
+@pytest.mark.django_db
+def test_a_missing_ledger_entry_and_a_charge_outside_the_ledger_are_found(books_district, staff):
+    year = Charge.objects.first().fiscal_year
+    water = Charge.objects.create(parcel=parcel("P2"), kind=Charge.Kind.WATER, fiscal_year=year, principal=Decimal("20.00"),
+                                  description="Agua", due_date=date(2026, 9, 1), last_day_to_pay=date(2026, 9, 1),
+                                  accrues_surcharge=False, created_by=staff["authority"])
+    findings = [str(f) for f in books.verify()]
+    assert f"ledger: charge C{water.pk} (parcel P2, water of 20.00) is in the ledger 0 time(s) for 0" in findings
+    assert "ledger: parcel P2: charges + surcharges − payments − credits = 45920.00, the ledger balance is 45900.00" in findings
+
+
+@pytest.mark.books_unchecked
+@pytest.mark.django_db
+def test_a_receipt_number_gap_is_found(books_district):
+    last = Receipt.objects.order_by("-number").first()
+    with pgtrigger.ignore("billing.Receipt:append_only"):
+        Receipt.objects.filter(pk=last.pk).update(number=last.number + 2)
+    findings = [str(f) for f in books.verify()]
+    assert findings == [
+        "receipts: series LAJ 2026-2027: last number allocated 5, highest receipt 7",
+        "receipts: series LAJ 2026-2027: missing numbers 5, 6",
+    ]
+
+
+@pytest.mark.books_unchecked
+@pytest.mark.django_db
+def test_a_changed_final_roll_is_found(books_district):
+    line = RollLine.objects.get(parcel__parcel_id="P2", levy__status="final")
+    with pgtrigger.ignore("levy.RollLine:final_roll_lines_no_update", "levy.RollLine:final_roll_lines_not_moved"):
+        RollLine.objects.filter(pk=line.pk).update(om_charge=line.om_charge + 1, net=line.net + 1,
+                                                   first_installment=line.first_installment + 1)
+    findings = [str(f) for f in books.verify()]
+    assert findings == [
+        "levy: 2026-2027: final roll lines add to 91801.00, the levy (¶4) is 91800.00",
+        "levy: 2026-2027: roll lines' credits/net 0.00/91801.00 differ from the stored 0.00/91800.00",
+        "installments: 2026-2027 parcel P2: net 45901.00, installments issued 22950.00 + 22950.00 (1 + 1 charges), "
+        "expected 22951.00 + 22950.00",
+    ]
+
+
+@pytest.mark.books_unchecked
+@pytest.mark.django_db
+def test_a_correction_credit_missing_from_the_ledger_is_found(books_district):
+    with pgtrigger.ignore("billing.LedgerEntry:append_only"):
+        LedgerEntry.objects.filter(kind="correction").delete()
+    findings = [str(f) for f in books.verify()]
+    assert findings == [
+        "corrections: parcel P3 on 2026-11-01: corrections lower the debt by 50.00, the ledger credits 0",
+        "ledger: parcel P3: charges + surcharges − payments − credits = 9130.00, the ledger balance is 9180.00",
+    ]
