@@ -11,6 +11,7 @@ from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
@@ -22,6 +23,22 @@ from .roles import AUDITOR, AUTHORITY, COLLECTOR, HACIENDA, LANDOWNER, STAFF_ROL
 
 REGISTRY_READERS = (AUTHORITY, HACIENDA, COLLECTOR, SUPERVISOR, AUDITOR)
 PAGE_SIZE = 50
+
+
+def _landowner_rows(parcels: list[Parcel]) -> list[dict]:
+    """Each of a landowner's parcels with what it owes today (¶13) and its next payment: the
+    oldest charge with a balance, by its last day to pay (¶12)."""
+    from billing import services as billing_services
+
+    today = timezone.localdate()
+    accounts = billing_services.account_states(parcels=parcels, as_of=today)
+    rows = []
+    for parcel in parcels:
+        state = accounts[parcel.pk].state
+        unpaid = sorted((c for c in state.charges if c.balance > 0), key=lambda c: (c.last_day, c.key))
+        rows.append({"parcel": parcel, "owed_now": state.total_due, "next": unpaid[0] if unpaid else None,
+                     "late": bool(unpaid) and unpaid[0].last_day < today})
+    return rows
 
 
 @login_required
@@ -40,7 +57,13 @@ def home(request: HttpRequest) -> HttpResponse:
             Receipt.objects.filter(snapshot__owner_key=account.owner.owner_key).select_related("office", "payment")
             .order_by("-issued_at")[:20] if account else []
         )
-        return render(request, "parcels/home_landowner.html", {"parcels": parcels, "receipts": receipts})
+        from billing.services import delinquency_parameters, rate_label
+
+        params = delinquency_parameters(timezone.localdate())
+        return render(request, "parcels/home_landowner.html", {
+            "rows": _landowner_rows(list(parcels)), "receipts": receipts, "grace_days": params.grace_days,
+            "rate": rate_label(params.surcharge_rate),
+        })
     return render(request, "parcels/home_norole.html", status=403)
 
 

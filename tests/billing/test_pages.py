@@ -13,7 +13,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from billing import services
-from billing.models import Payment, Receipt
+from billing.models import Charge, Payment, Receipt
 from levy.services import estimate_certify, estimate_enter, levy_compute, roll_finalize
 from parcels.models import Parcel
 from parcels.roles import ROLES
@@ -433,3 +433,18 @@ def test_day_report_query_budget_does_not_grow_with_receipts(client, district_1,
     assert response.context["report"].count == 15
     assert [row.difference for row in response.context["over_short"]] == [Decimal("0.00"), Decimal("0.00")]
     assert "Cuadra" in text(response)
+
+
+@pytest.mark.django_db
+def test_the_landowner_home_says_what_is_owed_by_when_and_where_to_pay(client, district_1, users):
+    """Issue 5: plain Spanish on the landowner's first page: owed today, the next payment and its
+    last day (late: with surcharge), what happens after the last day, where to pay."""
+    pay(users, district_1["P4"], "6930.90")  # P4's July half paid in full (without its surcharge)
+    client.force_login(users["landowner"])
+    page = text(client.get(reverse("home")))
+    p1 = Charge.objects.get(parcel=district_1["P1"], number=1)
+    p1_state = services.account_state(parcel=district_1["P1"], as_of=TODAY).state
+    assert f"{p1_state.total_due:,.2f}" in page  # owed today, with the ¶12 surcharge
+    assert f"${p1.principal.amount + p1_state.charges[0].surcharge:,.2f}: atrasado (el último día para pagar fue el 31 de agosto de 2026), con recargo (¶12)" in page
+    assert "$69.31: atrasado (el último día para pagar fue el 31 de agosto de 2026)" in page  # what P4 still owes: its surcharge
+    assert "60 días después de vencer" in page and "½%" in page and "Oficina del Colector" in page and "¶14" in page
