@@ -3,14 +3,12 @@ the services pass with their control totals; each kind of tampering is found and
 
 from __future__ import annotations
 
-import io
 import json
 from datetime import date
 from decimal import Decimal
 
 import pgtrigger
 import pytest
-from django.core.management import call_command
 
 from billing import books, documents, services
 from billing.models import Charge, IssuedDocument, LedgerEntry, Receipt
@@ -18,6 +16,7 @@ from levy.models import RollLine
 from levy.services import roll_correction_create
 from parcels.models import Parcel
 from tests.billing import conftest as billing_fixtures
+from tests.commands import run_command
 
 district_1 = billing_fixtures.district_1
 staff = billing_fixtures.staff
@@ -58,13 +57,7 @@ def build_books(staff: dict) -> None:
 
 
 def verify_books(*args: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    try:
-        call_command("verify_books", *args, stdout=out, stderr=err)
-        code = 0
-    except SystemExit as exc:
-        code = exc.code
-    return code, out.getvalue(), err.getvalue()
+    return run_command("verify_books", *args)
 
 
 @pytest.fixture

@@ -2,27 +2,20 @@
 
 from __future__ import annotations
 
-import io
 import json
 from datetime import date
 from decimal import Decimal
 
 import pytest
-from django.core.management import call_command
 
 from levy.services import estimate_certify, estimate_enter, levy_compute, roll_finalize
+from tests.commands import run_command
 
 EXAMPLE_1 = [("P1", "100"), ("P2", "250"), ("P3", "50"), ("P4", "75.5"), ("P5", "24.5")]
 
 
 def billing_cmd(*args: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    try:
-        call_command("billing", *args, stdout=out, stderr=err)
-        code = 0
-    except SystemExit as exc:
-        code = exc.code
-    return code, out.getvalue(), err.getvalue()
+    return run_command("billing", *args)
 
 
 @pytest.fixture

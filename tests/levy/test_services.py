@@ -9,23 +9,17 @@ from datetime import date
 from decimal import Decimal
 
 import pytest
-from django.core.management import call_command
 from django.db import DatabaseError, connection, transaction
 
 from levy.models import Estimate, Levy, RollLine
 from levy.services import LevyError, estimate_certify, estimate_enter, levy_compute, roll_finalize
+from tests.commands import run_command
 
 EXAMPLE_1 = [("P1", "100", "0"), ("P2", "250", "0"), ("P3", "50", "0"), ("P4", "75.5", "0"), ("P5", "24.5", "0")]
 
 
 def levy_cmd(*args: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    try:
-        call_command("levy", *args, stdout=out, stderr=err)
-        code = 0
-    except SystemExit as exc:
-        code = exc.code
-    return code, out.getvalue(), err.getvalue()
+    return run_command("levy", *args)
 
 
 @pytest.fixture
