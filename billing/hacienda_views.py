@@ -16,7 +16,6 @@ from typing import Any
 from django.contrib import messages
 from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
-from django.db import transaction
 from django.db.models import Prefetch
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -313,22 +312,12 @@ def water_bill(request: HttpRequest) -> HttpResponse:
 # ---------------------------------------------------------------------------------------------
 
 
-@transaction.atomic
-def _office_closure_add(*, acting_user: Any, day: date, reason: str) -> OfficeClosure:
-    """A day the offices were closed. It belongs in ``billing.services`` (one write path per
-    entity); it lives here until that module grows an ``office_closure_add``."""
-    closure = OfficeClosure(day=day, reason=reason.strip(), created_by=acting_user)
-    closure.full_clean()
-    closure.save()
-    return closure
-
-
 @role_required(*CLOSURE_USERS)
 def closures(request: HttpRequest) -> HttpResponse:
     form = OfficeClosureForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         try:
-            closure = _office_closure_add(acting_user=request.user, day=form.cleaned_data["day"], reason=form.cleaned_data["reason"])
+            closure = services.office_closure_add(acting_user=request.user, day=form.cleaned_data["day"], reason=form.cleaned_data["reason"])
         except ValidationError as exc:
             form.add_error(None, exc)
         else:

@@ -218,6 +218,8 @@ class Receipt(models.Model):
     class Meta:
         ordering = ["-issued_at"]
         constraints = [models.UniqueConstraint(fields=["office", "fiscal_year", "number"], name="receipt_number_unique")]
+        # The landowner's receipts are the ones issued to their owner key (the snapshot's, not today's owner's).
+        indexes = [models.Index(models.F("snapshot__owner_key"), name="receipt_snapshot_owner_key")]
         triggers = APPEND_ONLY
 
     @property

@@ -203,3 +203,31 @@ def test_a_closure_recorded_after_issue_moves_the_last_day(district_1, staff):
     assert moved["last_day_to_pay"] == "2026-09-01" and moved["surcharge"] == "0.00"
     # Labor Day (2026-09-07) is not in the way; the next day after the closure is open
     assert statement("P4", "2026-09-02")["installments"][0]["surcharge"] == "34.65"
+
+
+def test_the_delinquent_list_is_kept_only_while_nothing_it_depends_on_changes(
+    seed_rows, district_1, staff, django_assert_num_queries,
+):
+    """The list is computed again after a payment, a renamed owner or an office closure, and is
+    served as kept (one query: the version of the books) while none of them happened."""
+    as_of = date(2026, 9, 2)
+    first = services.delinquent_charges(as_of=as_of)
+    assert sorted(i.parcel.parcel_id for i in first) == ["P1", "P2", "P3", "P4", "P5"]
+    with django_assert_num_queries(1):
+        again = services.delinquent_charges(as_of=as_of)
+    assert [(i.charge.pk, i.state.balance) for i in again] == [(i.charge.pk, i.state.balance) for i in first]
+
+    p1 = Parcel.objects.get(parcel_id="P1")
+    services.payment_record(acting_user=staff["collector"], parcel=p1, amount=Decimal("9300.00"), paid_on=as_of)
+    after_payment = services.delinquent_charges(as_of=as_of)
+    assert sorted(i.parcel.parcel_id for i in after_payment) == ["P2", "P3", "P4", "P5"]
+
+    from parcels.services import owner_update
+
+    owner_update(acting_user=staff["authority"], owner=p1.owner, name="Carmen Irizarry de Toro")
+    assert {i.parcel.owner.name for i in services.delinquent_charges(as_of=as_of)} == {"Carmen Irizarry de Toro"}
+
+    p2 = next(i for i in after_payment if i.parcel.parcel_id == "P2")
+    services.office_closure_add(acting_user=staff["hacienda"], day=date(2026, 8, 31), reason="Tormenta")
+    closed = services.delinquent_charges(as_of=date(2026, 9, 1))  # the last day moved to 1 September
+    assert closed == [] and p2.state.last_day == date(2026, 8, 31)
