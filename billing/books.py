@@ -27,12 +27,13 @@ The invariants:
    receipt, for its amount, in the series of its office and date. Bills, debt certificates and
    seizure notices are checked the same way against their ``DocumentSeries``.
 5. documents: every stored PDF is unchanged since issue (SHA-256 of the stored bytes = the
-   stored hash). Seizure notices store bytes without a hash, so only their presence is checked;
-   bulk-printing parts live in MEDIA_ROOT without a hash, so only their files' presence is.
+   stored hash): receipts, bills, certificates, seizure notices, and the bulk-printing parts'
+   files in MEDIA_ROOT.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
@@ -476,22 +477,33 @@ def check_documents(cursor: Any, limit: int) -> list[Finding]:
         f"{row[0]} {row[1]}: stored bytes hash to {row[3][:16]}…, issued as {row[2][:16]}…"
     ))
     rows = _rows(cursor, """
-        SELECT number FROM billing_seizurestep WHERE substring(pdf FROM 1 FOR 5) <> '\\x255044462d'::bytea
-         ORDER BY number LIMIT %s
+        SELECT number, sha256, encode(sha256(pdf), 'hex') FROM billing_seizurestep
+         WHERE sha256 <> encode(sha256(pdf), 'hex') ORDER BY number LIMIT %s
     """, [limit + 1])
-    findings += _limited("documents", rows, limit, lambda row: f"seizure notice {row[0]}: stored bytes are not a PDF")
+    findings += _limited("documents", rows, limit, lambda row: (
+        f"seizure notice {row[0]}: stored bytes hash to {row[2][:16]}…, issued as {row[1][:16]}…"
+    ))
     return findings
 
 
 def check_batch_files(limit: int) -> list[Finding]:
-    """Bulk-printing parts live in MEDIA_ROOT (no hash is stored): their files must be there."""
+    """Bulk-printing parts live in MEDIA_ROOT: each file is there and hashes as it did when merged."""
     from django.core.files.storage import default_storage
 
     from .models import BillBatchPart
 
-    missing = [name for name in BillBatchPart.objects.values_list("pdf", flat=True).order_by("pk")
-               if not name or not default_storage.exists(name)]
-    return _limited("documents", [(name,) for name in missing], limit, lambda row: f"bulk-printing part file missing: {row[0]}")
+    wrong = []
+    for name, stored in BillBatchPart.objects.values_list("pdf", "sha256").order_by("pk"):
+        if not name or not default_storage.exists(name):
+            wrong.append((name, "missing"))
+            continue
+        digest = hashlib.sha256()
+        with default_storage.open(name, "rb") as handle:
+            for chunk in iter(lambda handle=handle: handle.read(1 << 20), b""):
+                digest.update(chunk)
+        if digest.hexdigest() != stored:
+            wrong.append((name, f"hashes to {digest.hexdigest()[:16]}…, merged as {stored[:16]}…"))
+    return _limited("documents", wrong, limit, lambda row: f"bulk-printing part file {row[0]}: {row[1]}")
 
 
 # --- Running them ---------------------------------------------------------------------------------

@@ -342,12 +342,16 @@ class SeizureStep(models.Model):
     term_ends = models.DateField(null=True, blank=True)
     debt = models.JSONField()
     pdf = models.BinaryField()
+    sha256 = models.CharField(max_length=64, default="")  # of ``pdf`` as issued (``verify_books``)
     issued_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
     issued_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         ordering = ["issued_on", "id"]
-        constraints = [models.UniqueConstraint(fields=["case", "kind"], name="one_step_of_each_kind")]
+        constraints = [
+            models.UniqueConstraint(fields=["case", "kind"], name="one_step_of_each_kind"),
+            models.CheckConstraint(condition=Q(sha256__regex=r"^[0-9a-f]{64}$"), name="seizure_step_has_its_hash"),
+        ]
         triggers = APPEND_ONLY
 
 
@@ -393,6 +397,7 @@ class BillBatchPart(models.Model):
     index = models.PositiveIntegerField()
     pdf = models.FileField(upload_to="bill-batches/%Y/")
     pages = models.PositiveIntegerField()
+    sha256 = models.CharField(max_length=64, default="")  # of the file as merged (``verify_books``)
 
     class Meta:
         ordering = ["index"]

@@ -5,6 +5,7 @@ user: ``installments_issue`` (at roll finalization), ``payment_record`` (the cou
 
 from __future__ import annotations
 
+import hashlib
 import threading
 import uuid
 from collections.abc import Iterable, Sequence
@@ -698,6 +699,7 @@ def seizure_step_issue(*, acting_user: Any, parcel: Parcel, kind: str, on: date 
     number = document_number(f"seizure_{kind}", {"notice": "NE", "certificate": "CE", "auction": "AS"}[kind], on)
     step = SeizureStep(case=case, kind=kind, number=number, issued_on=on, term_ends=term_ends, debt=debt, issued_by=acting_user, pdf=b"")
     step.pdf = render_seizure_notice(step=step, parcel=parcel)
+    step.sha256 = hashlib.sha256(step.pdf).hexdigest()
     step.save()
     return step
 

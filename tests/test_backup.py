@@ -118,7 +118,7 @@ def test_a_backup_restores_into_a_fresh_database_with_identical_control_totals(
     env["MEDIA_ROOT"] = str(tmp_path / "empty")
     checked = manage("verify_books", env=env)
     assert checked.returncode == 1
-    assert checked.stdout.splitlines() == [f"documents: bulk-printing part file missing: {part.pdf.name}"]
+    assert checked.stdout.splitlines() == [f"documents: bulk-printing part file {part.pdf.name}: missing"]
 
 
 @pytest.mark.django_db

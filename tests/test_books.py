@@ -3,6 +3,7 @@ the services pass with their control totals; each kind of tampering is found and
 
 from __future__ import annotations
 
+import hashlib
 import json
 from datetime import date
 from decimal import Decimal
@@ -146,6 +147,28 @@ def test_a_changed_stored_document_is_found(books_district):
     assert findings[0].startswith(f"documents: receipt {receipt.display_number}: stored bytes hash to ")
     code, out, err = verify_books()
     assert code == 1 and out.splitlines() == findings
+
+
+@pytest.mark.books_unchecked
+@pytest.mark.django_db
+def test_a_changed_seizure_notice_and_a_changed_bulk_part_are_found(books_district, staff):
+    from billing import bulk, documents
+    from billing.models import BillBatchPart, SeizureStep
+
+    step = SeizureStep.objects.get()
+    assert step.sha256 == hashlib.sha256(bytes(step.pdf)).hexdigest()
+    batch = documents.bill_batch_start(staff["hacienda"], "2026-2027", 2)
+    bulk.bill_batch_run(batch=batch, processes=1)
+    part = BillBatchPart.objects.get(batch=batch)
+    assert books.verify() == []
+    with pgtrigger.ignore("billing.SeizureStep:append_only"):
+        SeizureStep.objects.filter(pk=step.pk).update(pdf=b"%PDF-1.7 forged")
+    with part.pdf.open("ab") as handle:  # a page slipped into the print shop's file
+        handle.write(b"%% forged\n")
+    findings = [str(f) for f in books.verify()]
+    assert len(findings) == 2, findings
+    assert findings[0].startswith(f"documents: seizure notice {step.number}: stored bytes hash to ")
+    assert findings[1].startswith(f"documents: bulk-printing part file {part.pdf.name}: hashes to ")
 
 
 @pytest.mark.books_unchecked
