@@ -570,23 +570,6 @@ class DelinquentCharge:
     days_late: int
 
 
-# The delinquent list replays every late account (about 0.1 s per 1,000 on 2 cores); Hacienda
-# opens it again and again while nothing changes. The last few lists are kept per process, keyed
-# by everything they are computed from: the filters, and the newest row of every table that can
-# change a result (the ledger and charges are append-only, so a payment, void, refund, charge or
-# correction always adds a row; closures and legal parameters, which move last days and rates,
-# are small and hashed whole; the registry's history covers names and areas). Model instances are shared read-only, never pickled.
-_DELINQUENT_KEPT = 8
-_delinquent_lists: dict[tuple, list[DelinquentCharge]] = {}
-_delinquent_lock = threading.Lock()
-_BOOKS_VERSION_SQL = """
-    SELECT (SELECT max(id) FROM billing_ledgerentry), (SELECT max(id) FROM billing_charge),
-           (SELECT md5(coalesce(string_agg(t::text, ',' ORDER BY t.id), '')) FROM billing_officeclosure t),
-           (SELECT md5(coalesce(string_agg(t::text, ',' ORDER BY t.id), '')) FROM levy_legalparameterset t),
-           (SELECT max(pgh_id) FROM parcels_parcelevent), (SELECT max(pgh_id) FROM parcels_ownerevent)
-"""
-
-
 @transaction.atomic
 def office_closure_add(*, acting_user: Any, day: date, reason: str) -> OfficeClosure:
     """¶12: a day the offices were closed (a storm, a holiday proclaimed late): a last day to pay
@@ -597,6 +580,24 @@ def office_closure_add(*, acting_user: Any, day: date, reason: str) -> OfficeClo
     closure.full_clean()
     closure.save()
     return closure
+
+
+# The delinquent list replays every late account (about 0.1 s per 1,000 on 2 cores); Hacienda
+# opens it again and again while nothing changes. The last few lists are kept per process, keyed
+# by everything they are computed from: the filters, and the newest row of every table that can
+# change a result (the ledger and charges are append-only, so a payment, void, refund, charge or
+# correction always adds a row; closures and legal parameters, which move last days and rates,
+# are small and hashed whole; the registry's history covers names and areas). Model instances
+# are shared read-only, never pickled.
+_DELINQUENT_KEPT = 8
+_delinquent_lists: dict[tuple, list[DelinquentCharge]] = {}
+_delinquent_lock = threading.Lock()
+_BOOKS_VERSION_SQL = """
+    SELECT (SELECT max(id) FROM billing_ledgerentry), (SELECT max(id) FROM billing_charge),
+           (SELECT md5(coalesce(string_agg(t::text, ',' ORDER BY t.id), '')) FROM billing_officeclosure t),
+           (SELECT md5(coalesce(string_agg(t::text, ',' ORDER BY t.id), '')) FROM levy_legalparameterset t),
+           (SELECT max(pgh_id) FROM parcels_parcelevent), (SELECT max(pgh_id) FROM parcels_ownerevent)
+"""
 
 
 def _books_version() -> tuple:
