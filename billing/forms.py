@@ -9,36 +9,11 @@ from typing import Any
 from django import forms
 from django.utils.translation import gettext_lazy as _
 
+from parcels.forms import AmountField, DateInput
+
 from .models import Payment
 
 METHODS_NEEDING_REFERENCE = (Payment.Method.CHECK, Payment.Method.TRANSFER)
-
-
-class AmountField(forms.DecimalField):
-    """Dollars and cents as Puerto Rico writes them: ``6,930.90`` or ``$6930.90``."""
-
-    widget = forms.TextInput
-
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(max_digits=14, decimal_places=2, **kwargs)
-
-    def widget_attrs(self, widget: forms.Widget) -> dict[str, str]:
-        # A text box, not type=number: the browser would refuse the thousands separators.
-        return {"inputmode": "decimal", "autocomplete": "off", "spellcheck": "false"}
-
-    def to_python(self, value: Any) -> Decimal | None:
-        if isinstance(value, str):
-            value = value.strip().replace("$", "").replace(",", "").replace(" ", "")
-        return super().to_python(value)
-
-
-class DateInput(forms.DateInput):
-    """The browser's date picker; it always sends ``YYYY-MM-DD``, whatever the page language."""
-
-    input_type = "date"
-
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(format="%Y-%m-%d", **kwargs)
 
 
 class CounterSearchForm(forms.Form):

@@ -14,6 +14,7 @@ from django import forms
 from django.utils.translation import gettext_lazy as _
 
 from levy.models import FiscalYear
+from parcels.forms import AmountField, DateInput
 from parcels.models import Parcel
 
 from . import services
@@ -21,33 +22,6 @@ from .models import SeizureStep
 
 CSV_MAX_BYTES = 5 * 1024 * 1024
 WATER_COLUMNS = ("parcel_id", "delivered_on", "acre_feet")
-
-
-class DateInput(forms.DateInput):
-    """The browser's date picker; it always sends ``YYYY-MM-DD``, whatever the page language."""
-
-    input_type = "date"
-
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(format="%Y-%m-%d", **kwargs)
-
-
-class MoneyInputField(forms.DecimalField):
-    """Dollars as Puerto Rico writes them: ``1,234.56`` or ``$1234.56`` (a text box, so the
-    browser does not refuse the thousands separator)."""
-
-    widget = forms.TextInput
-
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(max_digits=14, decimal_places=2, **kwargs)
-
-    def widget_attrs(self, widget: forms.Widget) -> dict[str, str]:
-        return {"inputmode": "decimal", "autocomplete": "off"}
-
-    def to_python(self, value: Any) -> Decimal | None:
-        if isinstance(value, str):
-            value = value.strip().replace("$", "").replace(",", "").replace(" ", "")
-        return super().to_python(value)
 
 
 # --- 1. The delinquent list (¶12) ---------------------------------------------------------------
@@ -70,7 +44,7 @@ class DelinquentFilterForm(forms.Form):
         label=_("Plazo (semestre)"), required=False, coerce=int, empty_value=None,
         choices=[("", _("Ambos")), (1, _("1 (julio)")), (2, _("2 (enero)"))],
     )
-    min_balance = MoneyInputField(label=_("Saldo mínimo"), required=False, min_value=Decimal("0"))
+    min_balance = AmountField(label=_("Saldo mínimo"), required=False, min_value=Decimal("0"))
     min_days_late = forms.IntegerField(label=_("Días de atraso, mínimo"), required=False, min_value=0, max_value=36500)
     o = forms.ChoiceField(label=_("Orden"), required=False, choices=[("", _("último día para pagar"))] + list(SORTS.items()))
 

@@ -9,29 +9,12 @@ from typing import Any
 from django import forms
 from django.utils.translation import gettext_lazy as _
 
+from parcels.forms import AmountField
+
 from . import rules
 from .models import Estimate
 
 AMOUNT_FIELDS = ("om_estimate", "reserve", "deficit", "surplus", "misc_income", "certified_credits")
-
-
-class AmountField(forms.DecimalField):
-    """Dollars and cents, as Puerto Rico writes them: ``1,250,000.00`` or ``$1250000``."""
-
-    widget = forms.TextInput
-
-    def __init__(self, **kwargs: Any) -> None:
-        kwargs.setdefault("min_value", Decimal("0"))
-        super().__init__(max_digits=14, decimal_places=2, **kwargs)
-
-    def widget_attrs(self, widget: forms.Widget) -> dict[str, str]:
-        # A text box, not type=number: the browser would refuse the thousands separators.
-        return {"inputmode": "decimal", "autocomplete": "off", "spellcheck": "false"}
-
-    def to_python(self, value: Any) -> Decimal | None:
-        if isinstance(value, str):
-            value = value.strip().replace("$", "").replace(",", "").replace(" ", "")
-        return super().to_python(value)
 
 
 class FiscalYearForm(forms.Form):

@@ -1,5 +1,6 @@
 import codecs
 from decimal import Decimal
+from typing import Any
 
 from django import forms
 from django.conf import settings
@@ -9,10 +10,32 @@ from .models import Owner, Parcel
 
 
 class DateInput(forms.DateInput):
+    """The browser's date picker; it always sends ``YYYY-MM-DD``, whatever the page language."""
+
     input_type = "date"
 
-    def __init__(self, **kwargs):
+    def __init__(self, **kwargs: Any) -> None:
         super().__init__(format="%Y-%m-%d", **kwargs)
+
+
+class AmountField(forms.DecimalField):
+    """Dollars and cents as Puerto Rico writes them: ``1,250,000.00`` or ``$1250000`` (not
+    negative unless ``min_value`` says otherwise). Every amount typed in the app goes through it."""
+
+    widget = forms.TextInput
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("min_value", Decimal("0"))
+        super().__init__(max_digits=14, decimal_places=2, **kwargs)
+
+    def widget_attrs(self, widget: forms.Widget) -> dict[str, str]:
+        # A text box, not type=number: the browser would refuse the thousands separators.
+        return {"inputmode": "decimal", "autocomplete": "off", "spellcheck": "false"}
+
+    def to_python(self, value: Any) -> Decimal | None:
+        if isinstance(value, str):
+            value = value.strip().replace("$", "").replace(",", "").replace(" ", "")
+        return super().to_python(value)
 
 
 class ParcelForm(forms.Form):
