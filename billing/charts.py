@@ -22,14 +22,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import date
-from decimal import ROUND_CEILING, Decimal
+from decimal import Decimal
 
 from django.db import connection
 from django.db.models import Case, DecimalField, F, IntegerField, Sum, Value, When
 from django.db.models.functions import ExtractMonth, ExtractYear
 from django.utils.translation import gettext as _
 
-from levy.charts import nice_step
+from levy.charts import Tick, axis
 from levy.models import Levy
 from levy.rules import fiscal_year_label
 
@@ -207,17 +207,6 @@ class Group:
 
 
 @dataclass(frozen=True)
-class Tick:
-    y: float
-    amount: Decimal
-
-    @property
-    def label(self) -> str:
-        """Whole dollars on the axis (the table beside the chart has the cents)."""
-        return f"${self.amount:,.0f}"
-
-
-@dataclass(frozen=True)
 class Legend:
     label: str
     fill: str
@@ -251,15 +240,10 @@ def bar_chart(rows: list[SemesterRow]) -> BarChart | None:
     if not rows:
         return None
     labels = series_labels()
-    high = max(max(getattr(row, key) for key, _fill in SERIES) for row in rows)
-    interval = nice_step(high if high > 0 else Decimal(1))
-    top_value = max((high / interval).to_integral_value(rounding=ROUND_CEILING) * interval, interval)
-    plot_height = HEIGHT - TOP - BOTTOM
+    high = max(ZERO, max(max(getattr(row, key) for key, _fill in SERIES) for row in rows))
+    scale = axis(ZERO, high, top=TOP, plot_height=HEIGHT - TOP - BOTTOM, span=high if high > 0 else Decimal(1))
+    y_of = scale.y
     plot_width = WIDTH - LEFT - RIGHT
-
-    def y_of(amount: Decimal) -> float:
-        # Pixels only: the float never feeds back into an amount.
-        return round(TOP + float((top_value - amount) / top_value) * plot_height, 1)
 
     slot = plot_width / len(rows)
     bar_width = round(min(slot * 0.8 / len(SERIES), 48), 1)
@@ -276,14 +260,9 @@ def bar_chart(rows: list[SemesterRow]) -> BarChart | None:
                             width=bar_width, height=max(height, 0.0), fill=fill))
         label, sublabel = semester_label(row)
         groups.append(Group(label=label, sublabel=sublabel, center=round(center, 1), bars=tuple(bars)))
-    ticks = []
-    amount = Decimal(0)
-    while amount <= top_value:
-        ticks.append(Tick(y=y_of(amount), amount=amount))
-        amount += interval
     legend = tuple(Legend(label=labels[key], fill=fill, x=LEFT + LEGEND_STEP * index) for index, (key, fill) in enumerate(SERIES))
     return BarChart(width=WIDTH, height=HEIGHT, left=LEFT, right=WIDTH - RIGHT, zero_y=y_of(ZERO), label_y=HEIGHT - BOTTOM + 20,
-                    legend_y=HEIGHT - 22, groups=tuple(groups), ticks=tuple(ticks), legend=legend)
+                    legend_y=HEIGHT - 22, groups=tuple(groups), ticks=scale.ticks(), legend=legend)
 
 
 def chart_description(rows: list[SemesterRow]) -> str:

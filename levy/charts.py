@@ -127,20 +127,46 @@ def nice_step(span: Decimal, target_ticks: int = 5) -> Decimal:
     return base * 10
 
 
-def waterfall(steps: list[Step]) -> Waterfall:
-    values = [Decimal(0)] + [s.start for s in steps] + [s.end for s in steps]
-    low, high = min(values), max(values)
-    interval = nice_step(high - low)
+@dataclass(frozen=True)
+class Axis:
+    """A vertical dollar axis from ``low`` (bottom) to ``high`` (top) in ticks of ``interval``,
+    drawn over ``plot_height`` pixels from pixel ``top``. Shared by every chart of the app."""
+
+    low: Decimal
+    high: Decimal
+    interval: Decimal
+    top: int
+    plot_height: int
+
+    def y(self, amount: Decimal) -> float:
+        # Pixels only: the float never feeds back into an amount.
+        return round(self.top + float((self.high - amount) / (self.high - self.low)) * self.plot_height, 1)
+
+    def ticks(self) -> tuple[Tick, ...]:
+        ticks = []
+        amount = self.low
+        while amount <= self.high:
+            ticks.append(Tick(y=self.y(amount), amount=amount))
+            amount += self.interval
+        return tuple(ticks)
+
+
+def axis(low: Decimal, high: Decimal, *, top: int, plot_height: int, span: Decimal | None = None) -> Axis:
+    """The axis holding ``low``..``high``, widened to whole ticks (``nice_step`` of ``span``,
+    by default ``high - low``); never empty."""
+    interval = nice_step(high - low if span is None else span)
     low = (low / interval).to_integral_value(rounding=ROUND_FLOOR) * interval
     high = (high / interval).to_integral_value(rounding=ROUND_CEILING) * interval
     if high == low:
         high = low + interval
-    plot_height = HEIGHT - TOP - BOTTOM
-    plot_width = WIDTH - LEFT - RIGHT
+    return Axis(low=low, high=high, interval=interval, top=top, plot_height=plot_height)
 
-    def y_of(amount: Decimal) -> float:
-        # Pixels only: the float never feeds back into an amount.
-        return round(TOP + float((high - amount) / (high - low)) * plot_height, 1)
+
+def waterfall(steps: list[Step]) -> Waterfall:
+    values = [Decimal(0)] + [s.start for s in steps] + [s.end for s in steps]
+    scale = axis(min(values), max(values), top=TOP, plot_height=HEIGHT - TOP - BOTTOM)
+    y_of = scale.y
+    plot_width = WIDTH - LEFT - RIGHT
 
     slot = plot_width / len(steps)
     bar_width = round(slot * 0.62, 1)
@@ -154,10 +180,5 @@ def waterfall(steps: list[Step]) -> Waterfall:
             connector = (round(x + bar_width, 1), round(x + slot, 1), y_of(step.end))
         bars.append(Bar(step=step, x=x, y=top, width=bar_width, height=height, fill=FILLS[step.kind],
                         center=round(x + bar_width / 2, 1), value_y=round(top - 6, 1), connector=connector))
-    ticks = []
-    amount = low
-    while amount <= high:
-        ticks.append(Tick(y=y_of(amount), amount=amount))
-        amount += interval
     return Waterfall(width=WIDTH, height=HEIGHT, left=LEFT, right=WIDTH - RIGHT, zero_y=y_of(Decimal(0)),
-                     bars=tuple(bars), ticks=tuple(ticks), label_y=HEIGHT - BOTTOM + 22)
+                     bars=tuple(bars), ticks=scale.ticks(), label_y=HEIGHT - BOTTOM + 22)
