@@ -497,12 +497,10 @@ def check_batch_files(limit: int) -> list[Finding]:
         if not name or not default_storage.exists(name):
             wrong.append((name, "missing"))
             continue
-        digest = hashlib.sha256()
         with default_storage.open(name, "rb") as handle:
-            for chunk in iter(lambda handle=handle: handle.read(1 << 20), b""):
-                digest.update(chunk)
-        if digest.hexdigest() != stored:
-            wrong.append((name, f"hashes to {digest.hexdigest()[:16]}…, merged as {stored[:16]}…"))
+            found = hashlib.file_digest(handle, "sha256").hexdigest()
+        if found != stored:
+            wrong.append((name, f"hashes to {found[:16]}…, merged as {stored[:16]}…"))
     return _limited("documents", wrong, limit, lambda row: f"bulk-printing part file {row[0]}: {row[1]}")
 
 

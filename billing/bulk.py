@@ -97,14 +97,6 @@ def part_pdfs(*, batch: BillBatch, charge_ids: Sequence[int]) -> list[bytes]:
     return [data for _charge_id, data in found]
 
 
-def file_sha256(path: str) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 @dataclass(frozen=True)
 class Merging:
     """A part being merged (maybe in a worker process) into a temporary file."""
@@ -128,8 +120,9 @@ def part_store(*, batch: BillBatch, merging: Merging) -> BillBatchPart:
     index, path, future = merging.index, merging.path, merging.future
     try:
         pages = future.result()
-        part = BillBatchPart(batch=batch, index=index, pages=pages, sha256=file_sha256(path))
         with open(path, "rb") as handle:
+            part = BillBatchPart(batch=batch, index=index, pages=pages, sha256=hashlib.file_digest(handle, "sha256").hexdigest())
+            handle.seek(0)
             part.pdf.save(f"avisos-{batch.fiscal_year.label}-plazo{batch.number}-lote{batch.pk}-parte{index + 1:03d}.pdf",
                           File(handle), save=False)
     finally:

@@ -12,11 +12,8 @@ def hash_part_files(apps, schema_editor):
 
     for part in apps.get_model("billing", "BillBatchPart").objects.all():
         if part.pdf and default_storage.exists(part.pdf.name):
-            digest = hashlib.sha256()
             with default_storage.open(part.pdf.name, "rb") as handle:
-                for chunk in iter(lambda: handle.read(1 << 20), b""):
-                    digest.update(chunk)
-            part.sha256 = digest.hexdigest()
+                part.sha256 = hashlib.file_digest(handle, "sha256").hexdigest()
             part.save(update_fields=["sha256"])
 
 
