@@ -12,6 +12,8 @@ from parcels.roles import ROLES
 from parcels.services import owner_create, parcel_create, user_create
 
 PASSWORD = "Correct-Horse-Battery-9"
+# Worked example 1 (../shared/statute/worked-examples.md): parcel, gravity acres; no pumping, no credit.
+EXAMPLE_1 = [("P1", "100"), ("P2", "250"), ("P3", "50"), ("P4", "75.5"), ("P5", "24.5")]
 
 
 @pytest.fixture

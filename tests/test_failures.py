@@ -29,6 +29,7 @@ from levy.services import estimate_certify, estimate_enter, levy_compute, roll_f
 from levy.tasks import LEVY_COMPUTE
 from parcels import jobs
 from parcels.models import Job, Parcel
+from tests.conftest import EXAMPLE_1
 from tests.workers import run_worker
 
 YEAR = "2026-2027"
@@ -99,7 +100,6 @@ def after_request() -> None:
 
 # --- Payment ----------------------------------------------------------------------------------
 
-EXAMPLE_1 = [("P1", "100"), ("P2", "250"), ("P3", "50"), ("P4", "75.5"), ("P5", "24.5")]
 
 
 @pytest.fixture

@@ -10,8 +10,7 @@ import pytest
 
 from levy.services import estimate_certify, estimate_enter, levy_compute, roll_finalize
 from tests.commands import run_command
-
-EXAMPLE_1 = [("P1", "100"), ("P2", "250"), ("P3", "50"), ("P4", "75.5"), ("P5", "24.5")]
+from tests.conftest import EXAMPLE_1
 
 
 def billing_cmd(*args: str) -> tuple[int, str, str]:

@@ -12,7 +12,8 @@ from django.db import DatabaseError, connection, transaction
 from billing import services
 from billing.models import Charge, LedgerEntry, Payment, Receipt
 from parcels.models import Parcel
-from tests.billing.conftest import EXAMPLE_1, billing_cmd, statement
+from tests.billing.conftest import billing_cmd, statement
+from tests.conftest import EXAMPLE_1
 
 
 @pytest.mark.django_db

@@ -17,11 +17,11 @@ from billing.models import Charge, Payment, Receipt
 from levy.services import estimate_certify, estimate_enter, levy_compute, roll_finalize
 from parcels.models import Parcel
 from parcels.roles import ROLES
+from tests.conftest import EXAMPLE_1
 
 YEAR = "2026-2027"
 TODAY = date(2026, 10, 15)  # the July half of 2026-2027 is two periods late (D = 2026-09-01)
 # Example 1 of the worked examples; P5 belongs to another owner (owners do not change the amounts).
-EXAMPLE_1 = [("P1", "100"), ("P2", "250"), ("P3", "50"), ("P4", "75.5"), ("P5", "24.5")]
 
 
 @pytest.fixture(autouse=True)

@@ -21,27 +21,11 @@ from parcels.roles import ROLES
 from parcels.services import owner_create
 
 YEAR = "2026-2027"
-EXAMPLE_1 = [("P1", "100"), ("P2", "250"), ("P3", "50"), ("P4", "75.5"), ("P5", "24.5")]
 EXAMPLE_1_ESTIMATES = {"om_estimate": "100,000.00", "reserve": "1500.00", "surplus": "4000.00", "misc_income": "$7,500.00"}
 
 
 def amounts(**values: str) -> dict[str, Decimal]:
     return {name: Decimal(value) for name, value in values.items()}
-
-
-@pytest.fixture
-def example_1(make_parcel, owner_a):
-    for parcel_id, gravity in EXAMPLE_1:
-        make_parcel(parcel_id, owner_a, gravity=gravity, water_since=date(2000, 1, 1))
-
-
-@pytest.fixture
-def example_2(make_parcel, owner_a, owner_b):
-    make_parcel("A", owner_a, gravity="120", credit="25")
-    make_parcel("B", owner_a, gravity="0", pumped="80")
-    make_parcel("C", owner_b, gravity="60", pumped="40", credit="10")
-    make_parcel("D", owner_b, gravity="200")
-    make_parcel("E", owner_b, gravity="33.3", credit="50")
 
 
 @pytest.fixture

@@ -15,26 +15,9 @@ from levy.models import Estimate, Levy, RollLine
 from levy.services import LevyError, estimate_certify, estimate_enter, levy_compute, roll_finalize
 from tests.commands import run_command
 
-EXAMPLE_1 = [("P1", "100", "0"), ("P2", "250", "0"), ("P3", "50", "0"), ("P4", "75.5", "0"), ("P5", "24.5", "0")]
-
 
 def levy_cmd(*args: str) -> tuple[int, str, str]:
     return run_command("levy", *args)
-
-
-@pytest.fixture
-def example_1(make_parcel, owner_a):
-    for parcel_id, gravity, pumped in EXAMPLE_1:
-        make_parcel(parcel_id, owner_a, gravity=gravity, pumped=pumped, water_since=date(2000, 1, 1))
-
-
-@pytest.fixture
-def example_2(make_parcel, owner_a, owner_b):
-    make_parcel("A", owner_a, gravity="120", credit="25")
-    make_parcel("B", owner_a, gravity="0", pumped="80")
-    make_parcel("C", owner_b, gravity="60", pumped="40", credit="10")
-    make_parcel("D", owner_b, gravity="200")
-    make_parcel("E", owner_b, gravity="33.3", credit="50")
 
 
 @pytest.fixture
