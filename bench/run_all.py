@@ -15,8 +15,9 @@ import bench_documents
 import bench_installments
 import bench_load
 import bench_registry_and_roll
+import bench_search
 
-BENCHMARKS = (bench_registry_and_roll, bench_installments, bench_documents, bench_load)
+BENCHMARKS = (bench_registry_and_roll, bench_search, bench_installments, bench_documents, bench_load)
 
 
 def machine() -> list[str]:

@@ -38,6 +38,8 @@ class DelinquentFilterForm(forms.Form):
     """Filters of the delinquent list. Every field is optional: an empty form lists everything
     late as of today."""
 
+    q = forms.CharField(label=_("Buscar (catastro o dueño)"), required=False, max_length=200,
+                        widget=forms.TextInput(attrs={"type": "search"}))
     as_of = forms.DateField(label=_("Al día"), required=False, widget=DateInput())
     fiscal_year = forms.ChoiceField(label=_("Año fiscal"), required=False)
     semester = forms.TypedChoiceField(

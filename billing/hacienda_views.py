@@ -24,6 +24,7 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
 from levy.exports import safe_cell
+from parcels import search
 from parcels.models import Parcel
 from parcels.roles import AUDITOR, AUTHORITY, COLLECTOR, HACIENDA, SUPERVISOR, role_required
 
@@ -109,6 +110,9 @@ def delinquent(request: HttpRequest) -> HttpResponse:
             as_of=as_of, fiscal_year=data.get("fiscal_year") or "", number=data.get("semester"),
             min_balance=data.get("min_balance"), min_days_late=data.get("min_days_late") or 0,
         )
+        if data.get("q"):
+            found = set(search.parcels_matching(Parcel.objects.all(), data["q"]).values_list("pk", flat=True))
+            items = [item for item in items if item.parcel.pk in found]
         items = _sorted(items, data.get("o") or "")
         if request.GET.get("format") == "csv":
             return _delinquent_csv(items, as_of)

@@ -9,8 +9,9 @@ from datetime import date
 from decimal import Decimal
 from typing import Any
 
-from django.db.models import Q, QuerySet
+from django.db.models import QuerySet
 
+from parcels import search
 from parcels.models import Parcel
 
 from . import services
@@ -21,15 +22,12 @@ SEARCH_LIMIT = 50
 
 
 def parcel_search(*, query: str, limit: int = SEARCH_LIMIT) -> QuerySet[Parcel]:
-    """Parcels whose cadastre number or owner name contains every word typed (an exact cadastre
-    number or owner key matches too). At most ``limit + 1`` rows, so the page can say "more"."""
-    words = query.split()
-    if not words:
+    """Parcels whose cadastre number (with or without prefix and dashes), owner name (whatever
+    the accents and case) or owner key contains every word typed (``parcels.search``). At most
+    ``limit + 1`` rows, so the page can say "more"."""
+    if not search.words(query):
         return Parcel.objects.none()
-    condition = Q()
-    for word in words[:8]:
-        condition &= Q(parcel_id__icontains=word) | Q(owner__name__icontains=word) | Q(owner__owner_key__iexact=word)
-    return Parcel.objects.filter(condition).select_related("owner").order_by("parcel_id")[: limit + 1]
+    return search.parcels_matching(Parcel.objects.all(), query).select_related("owner").order_by("parcel_id")[: limit + 1]
 
 
 def _decimal(value: Any) -> Decimal | None:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import django_filters
-from django.db.models import Q, QuerySet
+from django.db.models import QuerySet
 from django.utils.translation import gettext_lazy as _
+
+from parcels import search
 
 from . import rules
 from .models import RollLine
@@ -40,10 +42,10 @@ class RollFilter(django_filters.FilterSet):
         fields: list[str] = []
 
     def search(self, queryset: QuerySet, name: str, value: str) -> QuerySet:
-        value = value.strip()
-        if not value:
-            return queryset
-        return queryset.filter(Q(parcel_code__istartswith=value) | Q(owner_name__icontains=value) | Q(owner_key__iexact=value))
+        for word in search.words(value):
+            queryset = queryset.filter(search.code_matches("parcel_code", word) | search.name_matches("owner_name", word)
+                                       | search.key_is("owner_key", word))
+        return queryset
 
     def by_levied(self, queryset: QuerySet, name: str, value: str) -> QuerySet:
         return queryset.filter(levied=value == "yes") if value in ("yes", "no") else queryset

@@ -1,8 +1,8 @@
 import django_filters
-from django.db.models import Q
 from django.utils.translation import gettext_lazy as _
 
 from .models import Parcel
+from .search import parcels_matching
 
 
 class ParcelFilter(django_filters.FilterSet):
@@ -31,10 +31,7 @@ class ParcelFilter(django_filters.FilterSet):
         fields: list[str] = []
 
     def search(self, queryset, name, value):
-        value = value.strip()
-        if not value:
-            return queryset
-        return queryset.filter(Q(parcel_id__istartswith=value) | Q(owner__name__icontains=value))
+        return parcels_matching(queryset, value)
 
     def by_irrigation(self, queryset, name, value):
         if value == "gravity":

@@ -24,9 +24,12 @@ from decimal import ROUND_HALF_UP, Decimal
 import pghistory
 import pgtrigger
 from django.conf import settings
+from django.contrib.postgres.indexes import GinIndex, OpClass
 from django.db import models
 from django.db.models import Q
 from django.utils.translation import gettext_lazy as _
+
+from .search import CodeKey, Fold
 
 ACRE_PLACES = Decimal("0.0001")
 SQUARE_METRES_PER_CUERDA = Decimal("3930.395625")
@@ -56,7 +59,11 @@ class Owner(models.Model):
         ordering = ["name", "owner_key"]
         verbose_name = _("dueño")
         verbose_name_plural = _("dueños")
-        indexes = [models.Index(fields=["name"])]
+        indexes = [
+            models.Index(fields=["name"]),
+            # Accent- and case-insensitive name search (parcels.search; migration 0003_search).
+            GinIndex(OpClass(Fold("name"), name="gin_trgm_ops"), name="owner_name_search"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.name} ({self.owner_key})"
@@ -114,6 +121,8 @@ class Parcel(models.Model):
             models.Index(fields=["inclusion", "parcel_id"]),
             models.Index(fields=["owner", "parcel_id"]),
             models.Index(fields=["water_since"]),
+            # Cadastre numbers found with or without prefix and dashes (parcels.search).
+            GinIndex(OpClass(CodeKey("parcel_id"), name="gin_trgm_ops"), name="parcel_code_search"),
         ]
 
     def __str__(self) -> str:

@@ -20,6 +20,7 @@ from .access import get_parcel_for_user, owner_ids_for_user
 from .forms import ImportUploadForm, OwnerForm, ParcelForm, TransferForm
 from .models import ImportUpload, Job, Owner, Parcel
 from .roles import AUDITOR, AUTHORITY, COLLECTOR, HACIENDA, LANDOWNER, STAFF_ROLES, SUPERVISOR, has_role, role_required
+from .search import owners_matching
 
 REGISTRY_READERS = (AUTHORITY, HACIENDA, COLLECTOR, SUPERVISOR, AUDITOR)
 PAGE_SIZE = 50
@@ -153,7 +154,7 @@ def owner_list(request: HttpRequest) -> HttpResponse:
     owners = Owner.objects.order_by("name", "owner_key")
     query = request.GET.get("q", "").strip()
     if query:
-        owners = owners.filter(name__icontains=query) | owners.filter(owner_key__iexact=query)
+        owners = owners_matching(owners, query)
     page = Paginator(owners, PAGE_SIZE).get_page(request.GET.get("page"))
     return render(request, "parcels/owner_list.html", {"page": page, "q": query})
 
