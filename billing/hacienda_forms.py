@@ -150,14 +150,18 @@ def water_csv_shape_errors(data: bytes) -> list[str]:
 
 
 class WaterBillForm(forms.Form):
+    # No max_length: Django would render it as ``maxlength``, which (like ``placeholder``) is not
+    # allowed on ``<input type="month">``; the browser's month picker sends AAAA-MM.
     month = forms.CharField(
-        label=_("Mes a facturar"), max_length=7, widget=forms.TextInput(attrs={"type": "month", "placeholder": "AAAA-MM"}),
+        label=_("Mes a facturar"), widget=forms.TextInput(attrs={"type": "month"}),
         help_text=_("Las entregas del mes se convierten en un cargo por predio que vence el día 1 del mes siguiente."),
     )
 
     def clean_month(self) -> tuple[int, int]:
         value = self.cleaned_data["month"].strip()
         try:
+            if len(value) != 7:
+                raise ValueError(value)
             year, month = (int(part) for part in value.split("-"))
             date(year, month, 1)
         except ValueError:
