@@ -7,7 +7,7 @@ import csv
 import io
 from dataclasses import dataclass
 from datetime import date
-from decimal import ROUND_HALF_UP, Decimal
+from decimal import Decimal
 from typing import Any
 
 from django.contrib import messages
@@ -37,7 +37,6 @@ WHATIF_USERS = (HACIENDA, AUTHORITY)
 PAGE_SIZE = 50
 WHATIF_SHOWN = 100
 ZERO = Decimal("0.00")
-ACRE_PLACES = Decimal("0.0001")
 
 # ¶1–¶4: the worksheet lines as printed, in the order of rules.compute_levy's Worksheet.lines
 # (tests/levy/test_pages.py checks that the ¶ and the sign of each line match the rules).
@@ -273,6 +272,8 @@ def worksheet(request: HttpRequest, year: str) -> HttpResponse:
                 estimate_changed=estimate is None or levy.estimate_id != estimate.pk,
                 margin_rate=Decimal(levy.parameters.get("safety_margin_rate", "0.02")) * 100,
                 pumped_weight=Decimal(levy.parameters.get("pumped_weight", "0.5")) * 100,
+                # ¶1(3) against ¶7: factor (3) is one rounding of the whole, the roll rounds each credit.
+                credits_gap=abs(levy.credits.amount - levy.roll_credits.amount),
             )
     context["can_act"] = has_role(request.user, HACIENDA)
     return render(request, "levy/worksheet.html", context)
@@ -368,7 +369,9 @@ def roll(request: HttpRequest, year: str) -> HttpResponse:
         "halves_ok": whole["first_installment"] + whole["second_installment"] == whole["net"],
         "stored_ok": (levy.roll_total.amount, levy.roll_credits.amount, levy.roll_net.amount)
         == (whole["om_charge"], whole["credit"], whole["net"]),
-        "acres_ok": whole["levied_exact_acres"].quantize(ACRE_PLACES, rounding=ROUND_HALF_UP) == levy.equivalent_acres,
+        # Both at the stored precision: five places, as half of a four-place pumped acre needs (¶5).
+        "acres_ok": whole["levied_exact_acres"] == levy.equivalent_acres,
+        "acres_gap": whole["levied_exact_acres"] - levy.equivalent_acres,
         "factor_3": factor_3, "granted": whole["credit"], "gap": gap, "gap_abs": abs(gap),
         "needed_net": total_levy - factor_3,
     }
