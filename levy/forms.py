@@ -9,7 +9,7 @@ from typing import Any
 from django import forms
 from django.utils.translation import gettext_lazy as _
 
-from parcels.forms import AmountField
+from parcels.forms import AmountField, DateInput
 
 from . import rules
 from .models import Estimate
@@ -132,4 +132,4 @@ class CorrectionForm(forms.Form):
     credit_delta = forms.DecimalField(label=_("Cambio en el crédito por derechos de agua cedidos (¶7)"), max_digits=14,
                                       decimal_places=2, initial=0)
     reason = forms.CharField(label=_("Razón"), widget=forms.Textarea(attrs={"rows": 2}))
-    due_date = forms.DateField(label=_("Vence"), widget=forms.DateInput(attrs={"type": "date"}, format="%Y-%m-%d"))
+    due_date = forms.DateField(label=_("Vence"), widget=DateInput())

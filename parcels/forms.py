@@ -4,18 +4,40 @@ from typing import Any
 
 from django import forms
 from django.conf import settings
+from django.utils.html import format_html
 from django.utils.translation import gettext_lazy as _
 
 from .models import Owner, Parcel
 
 
 class DateInput(forms.DateInput):
-    """The browser's date picker; it always sends ``YYYY-MM-DD``, whatever the page language."""
+    """A date typed as Puerto Rico writes it, day first (``01/12/2026``), in both languages.
 
-    input_type = "date"
+    A text box, not the browser's date picker: the picker shows the order of the browser's own
+    locale (12/01/2026 in an English browser) beside pages that print d/m/Y. The format hint
+    ("dd/mm/aaaa") follows the box and is announced with it; the forms accept d/m/Y and, for
+    scripts and old links, YYYY-MM-DD (``DATE_INPUT_FORMATS`` in ``lajas_portal/formats``)."""
 
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(format="%Y-%m-%d", **kwargs)
+    input_type = "text"
+
+    def __init__(self, attrs: dict[str, Any] | None = None) -> None:
+        super().__init__(attrs={"inputmode": "numeric", "autocomplete": "off", "size": "10", **(attrs or {})},
+                         format="%d/%m/%Y")
+
+    def get_context(self, name: str, value: Any, attrs: dict[str, Any] | None) -> dict[str, Any]:
+        context = super().get_context(name, value, attrs)
+        widget_attrs = context["widget"]["attrs"]
+        if widget_attrs.get("id"):
+            described = [widget_attrs.get("aria-describedby", ""), f"{widget_attrs['id']}_format"]
+            widget_attrs["aria-describedby"] = " ".join(part for part in described if part)
+        return context
+
+    def render(self, name: str, value: Any, attrs: dict[str, Any] | None = None, renderer: Any = None) -> str:
+        html = super().render(name, value, attrs, renderer)
+        element_id = (attrs or {}).get("id") or self.attrs.get("id")
+        if not element_id:
+            return html
+        return html + format_html(' <span class="hint date-format" id="{}_format">{}</span>', element_id, _("dd/mm/aaaa"))
 
 
 class AmountField(forms.DecimalField):
