@@ -92,7 +92,10 @@ class Command(BaseCommand):
         started = self.step(4, f"a season of payments at the counter, each with its PDF receipt linking to {settings.SITE_URL}")
         rng = random.Random(2026)
         paying = list(Parcel.objects.filter(charges__isnull=False).distinct().order_by("parcel_id")[:400])
-        for parcel in paying:
+        for number, parcel in enumerate(paying):
+            if number and number % 100 == 0:  # a PDF receipt each: about a second a payment
+                self.stdout.write(f"{number} of {len(paying)} parcels, ", ending="")
+                self.stdout.flush()
             draw = rng.random()
             if parcel.parcel_id == "LAJ-000002":
                 continue  # the demo landowner's second parcel stays unpaid (delinquent)
