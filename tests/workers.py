@@ -7,23 +7,12 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from urllib.parse import quote
 
 from django.conf import settings
-from django.db import connection
+
+from tests.databases import database_url
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def database_url() -> str:
-    """The test database's address, over TCP or the embedded server's socket directory."""
-    db = connection.settings_dict
-    user = quote(db["USER"] or "")
-    password = f":{quote(db['PASSWORD'])}" if db["PASSWORD"] else ""
-    host = db["HOST"] or "127.0.0.1"
-    if host.startswith("/"):
-        return f"postgresql://{user}{password}@/{quote(db['NAME'])}?host={quote(host)}"
-    return f"postgres://{user}{password}@{host}:{db['PORT'] or 5432}/{quote(db['NAME'])}"
 
 
 def run_worker(*args: str) -> subprocess.Popen:

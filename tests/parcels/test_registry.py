@@ -112,7 +112,7 @@ def test_seed_demo_refuses_production(settings):
 
 
 @pytest.mark.django_db
-def test_seed_demo_builds_a_district_with_a_finalized_levy_and_payments(capsys):
+def test_seed_demo_builds_a_district_with_a_finalized_levy_and_payments(capsys, settings):
     from billing.models import Payment
     from levy.models import Levy
 
@@ -123,5 +123,11 @@ def test_seed_demo_builds_a_district_with_a_finalized_levy_and_payments(capsys):
     assert Levy.objects.get(fiscal_year__label="2026-2027").status == "final"
     assert Payment.objects.filter(parcel__parcel_id="LAJ-000001").exists()
     assert not Payment.objects.filter(parcel__parcel_id="LAJ-000002").exists()
+    # `make run` shows which step of the demo it is at, and the address the receipts link to.
+    steps = [line for line in out.splitlines() if line.startswith("demo ")]
+    assert [line.split(":")[0] for line in steps] == ["demo 1 of 4", "demo 2 of 4", "demo 3 of 4", "demo 4 of 4"]
+    assert steps[0].startswith("demo 1 of 4: the parcel registry (80 parcels)... 80 parcels (")
+    assert f"linking to {settings.SITE_URL}... {Payment.objects.count()} payments recorded (" in steps[3]
     call_command("seed_demo", "--parcels", "80")  # a second run changes nothing
     assert Parcel.objects.count() == 80
+    assert "demo parcels left as they are" in capsys.readouterr().out

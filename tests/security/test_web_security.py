@@ -31,6 +31,7 @@ from openpyxl import load_workbook
 from pypdf import PdfReader
 
 from levy.exports import FORMULA_PREFIXES
+from tests.databases import database_url
 
 from .conftest import (
     ANONYMOUS,
@@ -275,9 +276,7 @@ def settings_env_names() -> set[str]:
 
 
 def production_env() -> dict[str, str]:
-    database = settings.DATABASES["default"]
-    url = (f"postgres://{database['USER']}:{database.get('PASSWORD') or ''}@{database.get('HOST') or 'localhost'}:"
-           f"{database.get('PORT') or 5432}/{database['NAME']}")
+    url = database_url(settings.DATABASES["default"])
     env = {name: value for name, value in os.environ.items()
            if name not in settings_env_names() and name not in ("DJANGO_ALLOW_ASYNC_UNSAFE", "TEST_MEDIA_ROOT")}
     env.update(DJANGO_SETTINGS_MODULE="lajas_portal.settings", SECRET_KEY=secrets.token_urlsafe(50), DEBUG="false",

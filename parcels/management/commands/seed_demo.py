@@ -1,3 +1,5 @@
+import time
+
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
@@ -17,31 +19,50 @@ DEMO_USERS = [
 ]
 
 
+STEPS = 4
+
+
 class Command(BaseCommand):
-    help = "Builds a demo district (about 1,500 parcels) and one demo user per role. Development only."
+    help = ("Builds a demo district (about 1,500 parcels), one demo user per role, the 2026-2027 levy and a season "
+            "of payments, saying which of its steps it is at. Development only.")
 
     def add_arguments(self, parser):
         parser.add_argument("--parcels", type=int, default=1500)
+
+    def step(self, number: int, what: str) -> float:
+        """``demo 2 of 4: what...`` (the line is ended by ``done``); the time it started."""
+        self.stdout.write(f"demo {number} of {STEPS}: {what}... ", ending="")
+        self.stdout.flush()
+        return time.monotonic()
+
+    def done(self, started: float, outcome: str) -> None:
+        self.stdout.write(f"{outcome} ({time.monotonic() - started:.0f} s)")
 
     def handle(self, *args, parcels, **options):
         if not settings.DEMO_DATA_ALLOWED:
             raise CommandError("seed_demo refuses to run against a production configuration (DEBUG is off).")
         data, landowner_key = demo_csv(parcels=parcels)
+        started = self.step(1, f"the parcel registry ({parcels:,} parcels)")
         if Parcel.objects.exists():
-            self.stdout.write("the registry already has parcels; demo parcels left as they are")
+            self.done(started, "the registry already has parcels; demo parcels left as they are")
         else:
             result = parcels_import(acting_user=None, data=data.encode(), source="seed_demo")
             if not result.ok:
+                self.stdout.write("failed")
                 raise CommandError("; ".join(str(error) for error in result.errors[:5]))
-            self.stdout.write(f"demo registry: {result.summary['created']} parcels")
+            self.done(started, f"{result.summary['created']} parcels")
         owner = Owner.objects.filter(owner_key=landowner_key).first()
-        self.stdout.write("demo users (username / password):")
+        started = self.step(2, "one user per role")
+        lines = []
         for username, role in DEMO_USERS:
             password = f"Lajas-2026-{role}"
             if not get_user_model().objects.filter(username=username).exists():
                 user_create(username=username, role=role, password=password, owner=owner if role == "landowner" else None,
                             email=f"{username}@example.pr")
-            self.stdout.write(f"  {username:14} {password:28} ({role})")
+            lines.append(f"  {username:14} {password:28} ({role})")
+        self.done(started, f"{len(DEMO_USERS)} users (username / password):")
+        for line in lines:
+            self.stdout.write(line)
         self.seed_levy_and_payments()
 
     def seed_levy_and_payments(self) -> None:
@@ -56,8 +77,10 @@ class Command(BaseCommand):
         from levy.models import FiscalYear
         from levy.services import estimate_certify, estimate_enter, levy_compute, roll_finalize
 
+        started = self.step(3, "the 2026-2027 levy: estimates certified, roll computed and finalized")
         if FiscalYear.objects.exists():
-            self.stdout.write("levy data already present; left as it is")
+            self.done(started, "levy data already present; left as it is")
+            self.stdout.write(f"demo {STEPS} of {STEPS}: payments left as they are")
             return
         users = {user.username: user for user in get_user_model().objects.filter(username__in=[u for u, _ in DEMO_USERS])}
         estimate_enter(acting_user=users["autoridad"], fiscal_year="2026-2027", om_estimate=Decimal("1250000.00"),
@@ -65,9 +88,14 @@ class Command(BaseCommand):
         estimate_certify(acting_user=users["autoridad"], fiscal_year="2026-2027")
         levy_compute(acting_user=users["hacienda"], fiscal_year="2026-2027")
         levy = roll_finalize(acting_user=users["hacienda2"], fiscal_year="2026-2027", today=date(2026, 6, 26))
+        self.done(started, f"total ${levy.total_levy.amount:,.2f}, {levy.parcels_levied} parcels levied")
+        started = self.step(4, f"a season of payments at the counter, each with its PDF receipt linking to {settings.SITE_URL}")
         rng = random.Random(2026)
         paying = list(Parcel.objects.filter(charges__isnull=False).distinct().order_by("parcel_id")[:400])
-        for parcel in paying:
+        for number, parcel in enumerate(paying):
+            if number and number % 100 == 0:  # a PDF receipt each: about a second a payment
+                self.stdout.write(f"{number} of {len(paying)} parcels, ", ending="")
+                self.stdout.flush()
             draw = rng.random()
             if parcel.parcel_id == "LAJ-000002":
                 continue  # the demo landowner's second parcel stays unpaid (delinquent)
@@ -81,7 +109,4 @@ class Command(BaseCommand):
             if due > 0:
                 payment_record(acting_user=users["colector"], parcel=parcel, amount=due, paid_on=day,
                                method=rng.choice(["cash", "check", "card", "transfer"]))
-        self.stdout.write(
-            f"demo levy {levy.fiscal_year.label}: total ${levy.total_levy.amount:,.2f}, "
-            f"{levy.parcels_levied} parcels levied, {Payment.objects.count()} payments recorded"
-        )
+        self.done(started, f"{Payment.objects.count()} payments recorded")
