@@ -177,7 +177,7 @@ AXES_CLIENT_IP_CALLABLE = "parcels.middleware.client_ip"
 # (a load balancer in front of nginx is trusted there, with set_real_ip_from). Counting entries of
 # X-Forwarded-For instead trusted whatever a client that reached nginx directly wrote in it.
 BEHIND_PROXY = envbool("BEHIND_PROXY")
-if env("AXES_PROXY_COUNT"):
+if "AXES_PROXY_COUNT" in os.environ:  # a setting that is gone, not one read (not in .env.example)
     raise ImproperlyConfigured(
         "AXES_PROXY_COUNT is no longer read: remove it from .env (docker-compose.yml sets BEHIND_PROXY; a load "
         "balancer in front of nginx goes in deploy/nginx-real-ip.conf, see the README)."
