@@ -74,10 +74,10 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "parcels.middleware.SecurityHeadersMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    # Before anything that queries with what the request carries (the session: its cookie).
+    "parcels.middleware.RejectNulMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.locale.LocaleMiddleware",
-    # Before anything that queries with what the request carries (sessions only read a cookie).
-    "parcels.middleware.RejectNulMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",

@@ -1,6 +1,8 @@
+import ipaddress
 from collections.abc import Callable
 
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.utils import translation
 from django.utils.translation import gettext as _
 
 # Every page is served from our own origin only: no CDN, no outside fonts, scripts or images.
@@ -32,13 +34,18 @@ def client_ip(request: HttpRequest) -> str:
     a proxy it is the socket's address. X-Forwarded-For is never read: its entries are the client's."""
     from django.conf import settings
 
-    if settings.BEHIND_PROXY and (seen := request.META.get("HTTP_X_REAL_IP", "").strip()):
-        return seen
-    return request.META.get("REMOTE_ADDR", "")  # also a request that did not come through nginx
+    if settings.BEHIND_PROXY:
+        seen = request.META.get("HTTP_X_REAL_IP", "").strip()
+        try:
+            return str(ipaddress.ip_address(seen))
+        except ValueError:  # absent or not an address: the request did not come through nginx
+            pass
+    return request.META.get("REMOTE_ADDR", "")
 
 
 class RejectNulMiddleware:
-    """A NUL byte in the path, the query string or a posted form field answers 400 before any view.
+    """A NUL byte in the path, the query string, a cookie or a posted form field answers 400 before
+    any view.
 
     PostgreSQL refuses NUL in text ("A string literal cannot contain NUL"), so such a value reaching
     a query was a 500 (and an error report) for what is only a malformed request. Uploaded files
@@ -49,9 +56,10 @@ class RejectNulMiddleware:
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         if self._has_nul(request):
-            return HttpResponseBadRequest(
-                _("La dirección o el formulario contiene un carácter no permitido."), content_type="text/plain; charset=utf-8",
-            )
+            # Before the session and LocaleMiddleware: the language from the cookie or the browser.
+            with translation.override(translation.get_language_from_request(request)):
+                message = _("La dirección o el formulario contiene un carácter no permitido.")
+            return HttpResponseBadRequest(message, content_type="text/plain; charset=utf-8")
         return self.get_response(request)
 
     @staticmethod
@@ -59,6 +67,8 @@ class RejectNulMiddleware:
         if "\x00" in request.path or "\x00" in request.path_info:
             return True
         if any("\x00" in key or any("\x00" in value for value in values) for key, values in request.GET.lists()):
+            return True
+        if any("\x00" in key or "\x00" in value for key, value in request.COOKIES.items()):  # the session key is looked up
             return True
         if request.method == "POST" and request.content_type in ("application/x-www-form-urlencoded", "multipart/form-data"):
             return any("\x00" in key or any("\x00" in value for value in values) for key, values in request.POST.lists())

@@ -273,6 +273,23 @@ def test_a_nul_byte_in_a_posted_field_is_a_400(client, users):
     assert client.post(reverse("login"), {"username": "u_hacienda", "password": PASSWORD}).status_code == 302
 
 
+@pytest.mark.django_db
+def test_a_nul_byte_in_the_session_cookie_is_a_400(client, users):
+    client.force_login(users["auditor"])
+    assert client.get(reverse("parcels:audit")).status_code == 200
+    client.cookies[settings.SESSION_COOKIE_NAME] = "abcdefgh\x00ijklmnop"  # sent quoted, "\000"
+    response = client.get(reverse("parcels:audit"))
+    assert response.status_code == 400
+
+
+@pytest.mark.django_db
+def test_the_nul_refusal_speaks_the_language_chosen(client):
+    client.cookies[settings.LANGUAGE_COOKIE_NAME] = "en"
+    response = client.get("/verificar/%00/")
+    assert response.status_code == 400 and "a character that is not allowed" in response.content.decode()
+    assert "not allowed" in Client().get("/verificar/%00/", HTTP_ACCEPT_LANGUAGE="en").content.decode()
+
+
 # --- the client's address: what the proxy saw, never what the client wrote ----------------------
 
 
@@ -282,8 +299,11 @@ def test_the_client_address_is_the_proxys_header_or_the_socket_never_x_forwarded
     assert client_ip(RequestFactory().get("/", **forged, HTTP_X_REAL_IP="192.0.2.3")) == "172.18.0.4"
     settings.BEHIND_PROXY = True
     assert client_ip(RequestFactory().get("/", **forged, HTTP_X_REAL_IP="203.0.113.9")) == "203.0.113.9"
-    # without the header the request did not come through nginx: the socket's address
+    # without the header, or with anything but an address in it, the request did not come
+    # through nginx: the socket's address
     assert client_ip(RequestFactory().get("/", **forged)) == "172.18.0.4"
+    assert client_ip(RequestFactory().get("/", **forged, HTTP_X_REAL_IP="203.0.113.9\x00")) == "172.18.0.4"
+    assert client_ip(RequestFactory().get("/", **forged, HTTP_X_REAL_IP="2001:DB8::1")) == "2001:db8::1"
 
 
 @pytest.mark.django_db
