@@ -140,6 +140,51 @@ def test_password_resets_in_another_process_count_toward_the_same_limit(seed_row
     assert len(mailoutbox) == PASSWORD_RESET_PER_EMAIL - 1  # nothing more from here either
 
 
+@pytest.fixture
+def redis_url(tmp_path):
+    """A Redis server of this test's own (Debian's redis-server), as CACHE_URL would name one."""
+    import shutil
+
+    if shutil.which("redis-server") is None:
+        pytest.skip("redis-server is not installed here")
+    port = free_port()
+    server = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+                               "--dir", str(tmp_path)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for_port(port, server)
+        yield f"redis://127.0.0.1:{port}/0"
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+def test_with_cache_url_the_throttles_hold_across_processes_in_redis(seed_rows, parcel_a, redis_url, settings):
+    """CACHE_URL=redis://… on every server: failed claims here and in another process add up there."""
+    from billing.documents import portal_access_code
+
+    settings.CACHES = {"default": cache_settings(redis_url)}
+    import redis
+
+    store = redis.Redis.from_url(redis_url)
+    client = Client()
+    for _ in range(CLAIM_FAILURE_LIMIT - 1):
+        claim(client, WRONG_CODE)
+    assert len(store.keys("*throttle:portal-claim:*")) == CLAIM_FAILURE_LIMIT - 1  # in Redis, not in the table
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT count(*) FROM {cache_settings('')['LOCATION']}")
+        assert cursor.fetchone() == (0,)
+    done = subprocess.run([sys.executable, "manage.py", "shell", "--no-imports", "-c",
+                           "from parcels import portal\n"
+                           "try:\n"
+                           "    portal.account_claim(parcel_id='LAJ-A1', access_code='AAAAA-AAAAA', email='x@example.pr',"
+                           " password='Riego-Valle-Lajas-2026')\n"
+                           "except portal.ClaimRefused as exc:\n"
+                           "    print(exc.code)\n"],
+                          cwd=ROOT, env=child_env(CACHE_URL=redis_url), capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.split() == ["mismatch"], done.stderr
+    assert "demasiados intentos" in claim(client, portal_access_code("LAJ-A1", "OWN-A")).content.decode()
+
+
 # --- password reset: a few emails an hour, and the same answer whatever happened ----------------
 
 
@@ -186,6 +231,18 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
+def wait_for_port(port: int, server: subprocess.Popen) -> None:
+    """Bounded: until the server started in ``server`` accepts connections."""
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            assert server.poll() is None and time.monotonic() < deadline, "the server did not start"
+            time.sleep(0.2)
+
+
 def get(url: str) -> int:
     try:
         with urllib.request.urlopen(url, timeout=30) as response:
@@ -212,14 +269,7 @@ def test_a_connection_the_database_dropped_costs_no_request(seed_rows):
         stderr=subprocess.PIPE, text=True, start_new_session=True,
     )
     try:
-        deadline = time.monotonic() + 60
-        while True:  # bounded: until gunicorn answers
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                assert server.poll() is None and time.monotonic() < deadline, "gunicorn did not start"
-                time.sleep(0.2)
+        wait_for_port(port, server)
         page = f"http://127.0.0.1:{port}/verificar/NO-EXISTE/"  # a lookup in the database: 404
         assert get(page) == 404
         (backend,) = app_backends()  # the worker's kept connection
