@@ -6,7 +6,6 @@ user: ``installments_issue`` (at roll finalization), ``payment_record`` (the cou
 from __future__ import annotations
 
 import hashlib
-import threading
 import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -583,15 +582,16 @@ def office_closure_add(*, acting_user: Any, day: date, reason: str) -> OfficeClo
 
 
 # The delinquent list replays every late account (about 0.1 s per 1,000 on 2 cores); Hacienda
-# opens it again and again while nothing changes. The last few lists are kept per process, keyed
-# by everything they are computed from: the filters, and the newest row of every table that can
-# change a result (the ledger and charges are append-only, so a payment, void, refund, charge or
-# correction always adds a row; closures and legal parameters, which move last days and rates,
-# are small and hashed whole; the registry's history covers names and areas). Model instances
-# are shared read-only, never pickled.
-_DELINQUENT_KEPT = 8
-_delinquent_lists: dict[tuple, list[DelinquentCharge]] = {}
-_delinquent_lock = threading.Lock()
+# opens it again and again while nothing changes. Each list is kept in the shared cache (one for
+# every worker and app server, settings.CACHES) for an hour, keyed by everything it is computed
+# from: the filters, and the newest row of every table that can change a result (the ledger and
+# charges are append-only, so a payment, void, refund, charge or correction always adds a row;
+# closures and legal parameters, which move last days and rates, are small and hashed whole; the
+# registry's history covers names and areas). What is kept is each line's pure ¶12 state with the
+# ids of its parcel and charge, read again in two queries: never model instances, which would
+# outlive a change of the models' fields.
+_DELINQUENT_KEPT_SECONDS = 60 * 60
+_DELINQUENT_KEY_VERSION = 1  # of the kept tuples' shape: bump it when DelinquentCharge or ChargeState changes
 _BOOKS_VERSION_SQL = """
     SELECT (SELECT max(id) FROM billing_ledgerentry), (SELECT max(id) FROM billing_charge),
            (SELECT md5(coalesce(string_agg(t::text, ',' ORDER BY t.id), '')) FROM billing_officeclosure t),
@@ -610,19 +610,23 @@ def delinquent_charges(*, as_of: date, fiscal_year: str = "", number: int | None
                        min_days_late: int = 0) -> list[DelinquentCharge]:
     """Charges past their last day to pay with a balance as of ``as_of`` (¶12), oldest first
     (a fresh list, or the same list computed from exactly the same data moments ago)."""
-    key = (connection.settings_dict["NAME"], as_of, fiscal_year, number, min_balance, min_days_late, _books_version())
-    with _delinquent_lock:
-        kept = _delinquent_lists.get(key)
+    from django.core.cache import cache
+
+    marker = (_DELINQUENT_KEY_VERSION, connection.settings_dict["NAME"], as_of, fiscal_year, number, min_balance,
+              min_days_late, _books_version())
+    key = "billing:delinquent:" + hashlib.sha256(repr(marker).encode()).hexdigest()
+    kept = cache.get(key)
     if kept is not None:
-        return list(kept)
+        parcels = Parcel.objects.select_related("owner").in_bulk({parcel_id for parcel_id, *_ in kept})
+        charges = Charge.objects.select_related("fiscal_year").in_bulk({charge_id for _, charge_id, *_ in kept})
+        return [DelinquentCharge(parcel=parcels[parcel_id], charge=charges[charge_id], state=state, days_late=days_late)
+                for parcel_id, charge_id, state, days_late in kept]
     found = _delinquent_charges_compute(as_of=as_of, fiscal_year=fiscal_year, number=number, min_balance=min_balance,
                                         min_days_late=min_days_late)
     if not connection.in_atomic_block:  # never keep what an open transaction may still roll back
-        with _delinquent_lock:
-            while len(_delinquent_lists) >= _DELINQUENT_KEPT:
-                _delinquent_lists.pop(next(iter(_delinquent_lists)))
-            _delinquent_lists[key] = found
-    return list(found)
+        cache.set(key, [(item.parcel.pk, item.charge.pk, item.state, item.days_late) for item in found],
+                  timeout=_DELINQUENT_KEPT_SECONDS)
+    return found
 
 
 def _delinquent_charges_compute(*, as_of: date, fiscal_year: str, number: int | None, min_balance: Decimal | None,

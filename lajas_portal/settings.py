@@ -73,7 +73,10 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "parcels.middleware.SecurityHeadersMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    # Before anything that queries with what the request carries (the session: its cookie).
+    "parcels.middleware.RejectNulMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.locale.LocaleMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -81,7 +84,6 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
-    "parcels.middleware.SecurityHeadersMiddleware",
     "pghistory.middleware.HistoryMiddleware",
     "axes.middleware.AxesMiddleware",
 ]
@@ -139,7 +141,27 @@ def embedded_database_url() -> str:
 EMBEDDED_DATABASE = not env("DATABASE_URL")
 DATABASE_URL = env("DATABASE_URL") or embedded_database_url()
 DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=envint("CONN_MAX_AGE", "60"))}
+# A kept connection the server dropped (a restart, a failover, pg_terminate_backend) is noticed
+# before the request uses it, instead of failing that request with "the connection is closed".
+DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+
+
+def cache_settings(url: str) -> dict:
+    """The one cache every process and machine shares: what must hold across them lives here (the
+    claim and password-reset throttles, the delinquent list). The database's own table by default,
+    so nothing more runs beside PostgreSQL (``parcels.apps`` creates it after every migrate);
+    ``CACHE_URL=redis://host:6379/0`` moves it to Redis."""
+    if not url:
+        return {"BACKEND": "django.core.cache.backends.db.DatabaseCache", "LOCATION": "lajas_cache",
+                "OPTIONS": {"MAX_ENTRIES": 20000}}
+    if url.startswith(("redis://", "rediss://", "unix://")):
+        return {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": url}
+    raise ImproperlyConfigured("CACHE_URL must be empty (the database) or a redis://, rediss:// or unix:// address.")
+
+
+CACHES = {"default": cache_settings(env("CACHE_URL"))}
 
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
@@ -162,8 +184,17 @@ AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
 AXES_VERBOSE = False
 AXES_LOCKOUT_TEMPLATE = "registration/locked.html"
-AXES_IPWARE_PROXY_COUNT = envint("AXES_PROXY_COUNT", "0")  # 1 behind the compose nginx
 AXES_CLIENT_IP_CALLABLE = "parcels.middleware.client_ip"
+# The client's address for every throttle (parcels.middleware.client_ip): the socket's, or, with
+# BEHIND_PROXY, the X-Real-IP header that deploy/nginx.conf overwrites with the address it saw
+# (a load balancer in front of nginx is trusted there, with set_real_ip_from). Counting entries of
+# X-Forwarded-For instead trusted whatever a client that reached nginx directly wrote in it.
+BEHIND_PROXY = envbool("BEHIND_PROXY")
+if "AXES_PROXY_COUNT" in os.environ:  # a setting that is gone, not one read (not in .env.example)
+    raise ImproperlyConfigured(
+        "AXES_PROXY_COUNT is no longer read: remove it from .env (docker-compose.yml sets BEHIND_PROXY; a load "
+        "balancer in front of nginx goes in deploy/nginx-real-ip.conf, see the README)."
+    )
 
 # Sessions end after 30 minutes without a request.
 SESSION_COOKIE_AGE = 30 * 60

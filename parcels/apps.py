@@ -1,5 +1,18 @@
+from typing import Any
+
 from django.apps import AppConfig
+from django.db.models.signals import post_migrate
 from django.utils.translation import gettext_lazy as _
+
+
+def cache_table_create(*, using: str = "default", **kwargs: Any) -> None:
+    """The shared cache's table (settings.CACHES, a DatabaseCache unless CACHE_URL says Redis)
+    after every ``migrate``: wherever the app is migrated (``make run``, the web container's start,
+    CI, the test database), whatever CACHE_URL said when the migrations first ran. Nothing for
+    Redis, nothing when the table exists."""
+    from django.core.management import call_command
+
+    call_command("createcachetable", database=using, verbosity=0)
 
 
 class ParcelsConfig(AppConfig):
@@ -9,3 +22,5 @@ class ParcelsConfig(AppConfig):
 
     def ready(self) -> None:
         from . import tasks  # noqa: F401  (registers the job handlers)
+
+        post_migrate.connect(cache_table_create, sender=self, dispatch_uid="parcels.cache_table_create")

@@ -1,6 +1,9 @@
+import ipaddress
 from collections.abc import Callable
 
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.utils import translation
+from django.utils.translation import gettext as _
 
 # Every page is served from our own origin only: no CDN, no outside fonts, scripts or images.
 CONTENT_SECURITY_POLICY = (
@@ -23,14 +26,50 @@ class SecurityHeadersMiddleware:
 
 
 def client_ip(request: HttpRequest) -> str:
-    """The client's address for login throttling (django-axes) behind ``AXES_PROXY_COUNT`` proxies.
+    """The client's address for every throttle (django-axes' sign-in lockout, password resets).
 
-    Each trusted proxy appends the address it saw to X-Forwarded-For, so the client is the entry
-    ``AXES_PROXY_COUNT`` places from the right; with no proxy the socket's address is used."""
+    Behind deploy/nginx.conf (``BEHIND_PROXY``) it is the ``X-Real-IP`` header, which that nginx
+    always overwrites with the address it saw (a trusted load balancer's report of it through the
+    realip module, else the socket's), so nothing a client writes in any header reaches it. Without
+    a proxy it is the socket's address. X-Forwarded-For is never read: its entries are the client's."""
     from django.conf import settings
 
-    proxies = settings.AXES_IPWARE_PROXY_COUNT
-    forwarded = [part.strip() for part in request.META.get("HTTP_X_FORWARDED_FOR", "").split(",") if part.strip()]
-    if proxies and len(forwarded) >= proxies:
-        return forwarded[-proxies]
+    if settings.BEHIND_PROXY:
+        seen = request.META.get("HTTP_X_REAL_IP", "").strip()
+        try:
+            return str(ipaddress.ip_address(seen))
+        except ValueError:  # absent or not an address: the request did not come through nginx
+            pass
     return request.META.get("REMOTE_ADDR", "")
+
+
+class RejectNulMiddleware:
+    """A NUL byte in the path, the query string, a cookie or a posted form field answers 400 before
+    any view.
+
+    PostgreSQL refuses NUL in text ("A string literal cannot contain NUL"), so such a value reaching
+    a query was a 500 (and an error report) for what is only a malformed request. Uploaded files
+    are not looked at: they are read as bytes and checked by their own forms."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if self._has_nul(request):
+            # Before the session and LocaleMiddleware: the language from the cookie or the browser.
+            with translation.override(translation.get_language_from_request(request)):
+                message = _("La dirección o el formulario contiene un carácter no permitido.")
+            return HttpResponseBadRequest(message, content_type="text/plain; charset=utf-8")
+        return self.get_response(request)
+
+    @staticmethod
+    def _has_nul(request: HttpRequest) -> bool:
+        if "\x00" in request.path or "\x00" in request.path_info:
+            return True
+        if any("\x00" in key or any("\x00" in value for value in values) for key, values in request.GET.lists()):
+            return True
+        if any("\x00" in key or "\x00" in value for key, value in request.COOKIES.items()):  # the session key is looked up
+            return True
+        if request.method == "POST" and request.content_type in ("application/x-www-form-urlencoded", "multipart/form-data"):
+            return any("\x00" in key or any("\x00" in value for value in values) for key, values in request.POST.lists())
+        return False

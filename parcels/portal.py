@@ -7,15 +7,14 @@ with the parcel number and the access code printed on the bill.
 - The claim checks the code of the parcel's *current* owner
   (``billing.documents.portal_access_code(parcel_id, owner_key)``), so after a sale the old owner's
   printed code no longer opens anything and the new owner's does.
-- Failed claims are counted per parcel in Django's cache (fixed one-hour window, shared by every
-  spelling of the number); after ``CLAIM_FAILURE_LIMIT`` failures the parcel refuses claims even
-  with the right code until the window ends. With the default local-memory cache the count is per
-  process: set ``CACHES`` to a shared backend where several workers serve the site.
+- Failed claims are counted per parcel in the shared cache (``parcels.throttle``: every worker and
+  app server sees one count, shared by every spelling of the number); after
+  ``CLAIM_FAILURE_LIMIT`` failures in the last hour the parcel refuses claims even with the right
+  code.
 """
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 import logging
 from typing import Any
@@ -24,7 +23,6 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.contrib.auth.tokens import default_token_generator
-from django.core.cache import cache
 from django.core.exceptions import ValidationError
 from django.core.mail import EmailMultiAlternatives
 from django.db import IntegrityError, transaction
@@ -35,6 +33,7 @@ from django.utils.encoding import force_bytes
 from django.utils.http import urlsafe_base64_encode
 from django.utils.translation import gettext as _
 
+from . import throttle
 from .models import Owner, Parcel
 from .roles import LANDOWNER
 from .services import acting, user_create
@@ -71,24 +70,10 @@ def access_code_matches(*, parcel: Parcel, typed: str) -> bool:
 # --- Claim throttling ------------------------------------------------------------------------
 
 
-def _claim_bucket(*, parcel: Parcel | None, typed_parcel_id: str) -> str:
+def _claim_subject(*, parcel: Parcel | None, typed_parcel_id: str) -> str:
     """One counter per parcel whatever the spelling; unknown numbers count under their own spelling,
     so a refusal looks the same whether or not the parcel exists."""
-    subject = f"pk:{parcel.pk}" if parcel is not None else "typed:" + " ".join(typed_parcel_id.split()).upper()
-    return "portal:claim-failures:" + hashlib.sha256(subject.encode()).hexdigest()
-
-
-def _claim_failures(bucket: str) -> int:
-    return int(cache.get(bucket, 0))
-
-
-def _claim_failure_record(bucket: str) -> None:
-    # add() starts the window only on the first failure; incr() keeps its expiry (fixed window).
-    cache.add(bucket, 0, timeout=CLAIM_WINDOW_SECONDS)
-    try:
-        cache.incr(bucket)
-    except ValueError:  # expired between add() and incr()
-        cache.set(bucket, 1, timeout=CLAIM_WINDOW_SECONDS)
+    return f"pk:{parcel.pk}" if parcel is not None else "typed:" + " ".join(typed_parcel_id.split()).upper()
 
 
 def _email_taken(email: str) -> bool:
@@ -107,8 +92,8 @@ def account_claim(*, parcel_id: str, access_code: str, email: str, password: str
     typed = parcel_id.strip()
     matches = list(Parcel.objects.select_related("owner").filter(parcel_id__iexact=typed)[:2])
     parcel = matches[0] if len(matches) == 1 else None
-    bucket = _claim_bucket(parcel=parcel, typed_parcel_id=typed)
-    if _claim_failures(bucket) >= CLAIM_FAILURE_LIMIT:
+    subject = _claim_subject(parcel=parcel, typed_parcel_id=typed)
+    if throttle.attempts(scope="portal-claim", subject=subject, limit=CLAIM_FAILURE_LIMIT) >= CLAIM_FAILURE_LIMIT:
         logger.warning("portal claim throttled for parcel %r", typed)
         raise ClaimRefused(
             _("Hubo demasiados intentos fallidos con este número de catastro. Intente de nuevo en una hora "
@@ -116,7 +101,8 @@ def account_claim(*, parcel_id: str, access_code: str, email: str, password: str
             code="throttled",
         )
     if parcel is None or not access_code_matches(parcel=parcel, typed=access_code):
-        _claim_failure_record(bucket)
+        throttle.attempt_record(scope="portal-claim", subject=subject, limit=CLAIM_FAILURE_LIMIT,
+                                window=CLAIM_WINDOW_SECONDS)
         raise ClaimRefused(_("El número de catastro o el código no coinciden."), code="mismatch")
     exists = ClaimRefused(
         _("Ya hay una cuenta con ese correo electrónico. Entre con su contraseña o use «¿Olvidó su contraseña?»."),

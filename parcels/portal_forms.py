@@ -8,6 +8,7 @@ renders with those ids.
 
 from __future__ import annotations
 
+import logging
 import unicodedata
 from collections.abc import Iterator
 from typing import Any
@@ -19,8 +20,20 @@ from django.contrib.auth.password_validation import password_validators_help_tex
 from django.core.exceptions import ValidationError
 from django.utils.translation import gettext_lazy as _
 
+from . import throttle
+from .middleware import client_ip
 from .models import Owner
 from .portal import email_normalize
+
+logger = logging.getLogger("lajas.portal")
+
+# Reset emails in an hour, per address asked for and per client address asking (parcels.throttle,
+# the shared cache): enough for a mistyped attempt or a lost message, too few to flood a mailbox
+# or to make the portal's relay a spammer. Every request counts, whether an account has the
+# address or not, so the count says nothing about accounts either.
+PASSWORD_RESET_PER_EMAIL = 3
+PASSWORD_RESET_PER_CLIENT = 5
+PASSWORD_RESET_WINDOW_SECONDS = 60 * 60
 
 
 class ClaimForm(forms.Form):
@@ -114,6 +127,20 @@ class PasswordResetForm(auth_forms.PasswordResetForm):
         Django's own form skips them, and they could never get in."""
         users = get_user_model()._default_manager.filter(email__iexact=email, is_active=True)
         return (user for user in users if _email_matches(user, email))
+
+    def save(self, *, request: Any = None, **kwargs: Any) -> None:
+        """Sends the links unless this address or this client already asked too often in the hour;
+        the page that follows is the same either way (PasswordResetDoneView)."""
+        email = unicodedata.normalize("NFKC", self.cleaned_data["email"]).casefold()
+        client = client_ip(request) if request is not None else ""
+        by_email = {"scope": "password-reset-email", "subject": email, "limit": PASSWORD_RESET_PER_EMAIL}
+        by_client = {"scope": "password-reset-client", "subject": client, "limit": PASSWORD_RESET_PER_CLIENT}
+        if throttle.attempts(**by_email) >= PASSWORD_RESET_PER_EMAIL or throttle.attempts(**by_client) >= PASSWORD_RESET_PER_CLIENT:
+            logger.warning("password reset throttled for client %s", client)
+            return
+        throttle.attempt_record(**by_email, window=PASSWORD_RESET_WINDOW_SECONDS)
+        throttle.attempt_record(**by_client, window=PASSWORD_RESET_WINDOW_SECONDS)
+        super().save(request=request, **kwargs)
 
 
 def _email_matches(user: Any, email: str) -> bool:

@@ -92,6 +92,29 @@ def seed_rows(transactional_db):
         getattr(importlib.import_module(module), function)(apps, None)
 
 
+@pytest.fixture(autouse=True)
+def shared_cache_emptied(request):
+    """The shared cache (throttles, the delinquent list) is a table the rollback of a database test
+    empties, but the flush of a transactional test (or of a live server's) does not: emptied after
+    those. Outside the database (CACHE_URL=redis://...) it is emptied after every test."""
+    from django.conf import settings
+
+    in_database = settings.CACHES["default"]["BACKEND"].endswith("DatabaseCache")
+    marker = request.node.get_closest_marker("django_db")
+    transactional = bool({"transactional_db", "live_server", "seed_rows"} & set(request.fixturenames)) or bool(
+        marker and (marker.kwargs.get("transaction") or (marker.args and marker.args[0]))
+    )
+    if in_database and not transactional:
+        yield
+        return
+    if in_database:
+        request.getfixturevalue("_django_db_helper")
+    yield
+    from django.core.cache import cache
+
+    cache.clear()
+
+
 # --- The books' invariants after every database test (billing.books) ----------------------------
 
 

@@ -209,13 +209,17 @@ def test_the_delinquent_list_is_kept_only_while_nothing_it_depends_on_changes(
     seed_rows, district_1, staff, django_assert_num_queries,
 ):
     """The list is computed again after a payment, a renamed owner or an office closure, and is
-    served as kept (one query: the version of the books) while none of them happened."""
+    served as kept while none of them happened: four queries (the version of the books, the shared
+    cache's row, the parcels with their owners, the charges), not a replay of every account."""
     as_of = date(2026, 9, 2)
     first = services.delinquent_charges(as_of=as_of)
     assert sorted(i.parcel.parcel_id for i in first) == ["P1", "P2", "P3", "P4", "P5"]
-    with django_assert_num_queries(1):
+    with django_assert_num_queries(4):
         again = services.delinquent_charges(as_of=as_of)
-    assert [(i.charge.pk, i.state.balance) for i in again] == [(i.charge.pk, i.state.balance) for i in first]
+        assert [(i.parcel.owner.name, i.charge.fiscal_year.label) for i in again] == [
+            (i.parcel.owner.name, i.charge.fiscal_year.label) for i in first]
+    assert [(i.parcel.pk, i.charge.pk, i.state, i.days_late) for i in again] == [
+        (i.parcel.pk, i.charge.pk, i.state, i.days_late) for i in first]
 
     p1 = Parcel.objects.get(parcel_id="P1")
     services.payment_record(acting_user=staff["collector"], parcel=p1, amount=Decimal("9300.00"), paid_on=as_of)
@@ -231,3 +235,32 @@ def test_the_delinquent_list_is_kept_only_while_nothing_it_depends_on_changes(
     services.office_closure_add(acting_user=staff["hacienda"], day=date(2026, 8, 31), reason="Tormenta")
     closed = services.delinquent_charges(as_of=date(2026, 9, 1))  # the last day moved to 1 September
     assert closed == [] and p2.state.last_day == date(2026, 8, 31)
+
+
+def test_the_kept_delinquent_list_is_shared_with_another_process(seed_rows, district_1, staff):
+    """Kept in the shared cache, not in a process: a second process (another worker or app server
+    on the same database) is served the list this one computed, in the same four queries."""
+    import json
+    import subprocess
+    import sys
+
+    from tests.workers import ROOT, database_url
+
+    as_of = date(2026, 9, 2)
+    first = services.delinquent_charges(as_of=as_of)
+    code = (
+        "import json, datetime\n"
+        "from django.db import connection\n"
+        "from django.test.utils import CaptureQueriesContext\n"
+        "from billing import services\n"
+        "with CaptureQueriesContext(connection) as queries:\n"
+        "    found = services.delinquent_charges(as_of=datetime.date(2026, 9, 2))\n"
+        "print(json.dumps({'queries': len(queries), 'lines': [[i.parcel.parcel_id, i.charge.pk, str(i.state.balance)] for i in found]}))\n"
+    )
+    env = {**__import__("os").environ, "DATABASE_URL": database_url(), "DJANGO_SETTINGS_MODULE": "lajas_portal.settings_test"}
+    child = subprocess.run([sys.executable, "manage.py", "shell", "-c", code], cwd=ROOT, env=env, capture_output=True,
+                           text=True, timeout=120)
+    assert child.returncode == 0, child.stderr
+    answer = json.loads(child.stdout.strip().splitlines()[-1])
+    assert answer["lines"] == [[i.parcel.parcel_id, i.charge.pk, str(i.state.balance)] for i in first]
+    assert answer["queries"] == 4  # a replay of the five accounts would take far more

@@ -31,14 +31,6 @@ def expected_code(parcel_id: str, owner_key: str) -> str:
     return f"{code[:5]}-{code[5:]}"
 
 
-@pytest.fixture(autouse=True)
-def access_codes():
-    """The claim throttle lives in the cache, so each test starts and ends with it empty."""
-    cache.clear()
-    yield
-    cache.clear()
-
-
 def link_path(body: str, base: str) -> str:
     match = re.search(re.escape(base) + r"(/\S+/)", body)
     assert match, body
@@ -227,7 +219,7 @@ def test_claim_checks_the_password_in_spanish_before_the_code(client, parcel_a):
 
 
 @pytest.mark.django_db
-def test_access_code_contract_matches_billing_documents(access_codes):
+def test_access_code_contract_matches_billing_documents():
     from billing.documents import portal_access_code
 
     assert portal_access_code("LAJ-A1", "OWN-A") == expected_code("LAJ-A1", "OWN-A")
