@@ -65,6 +65,9 @@ INSTALLED_APPS = [
     "pghistory",
     "pghistory.admin",
     "axes",
+    "django_otp",
+    "django_otp.plugins.otp_totp",
+    "django_otp.plugins.otp_static",
     "parcels",
     "levy",
     "billing",
@@ -78,6 +81,8 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django_otp.middleware.OTPMiddleware",
+    "parcels.middleware.SecondFactorMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "parcels.middleware.SecurityHeadersMiddleware",
@@ -151,6 +156,12 @@ AXES_VERBOSE = False
 AXES_LOCKOUT_TEMPLATE = "registration/locked.html"
 AXES_IPWARE_PROXY_COUNT = envint("AXES_PROXY_COUNT", "0")  # 1 behind the compose nginx
 AXES_CLIENT_IP_CALLABLE = "parcels.middleware.client_ip"
+
+# Second factor (django-otp): staff (every role but landowners) sign in with a TOTP code from an
+# authenticator app after the password; landowners may enrol. There is deliberately no setting
+# that turns it off. A wrong code delays the next try on that device 1, 2, 4, 8 … seconds
+# (django-otp's throttling, factor 1).
+OTP_TOTP_ISSUER = "Riego Lajas"
 
 # Sessions end after 30 minutes without a request.
 SESSION_COOKIE_AGE = 30 * 60

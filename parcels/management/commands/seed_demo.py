@@ -4,6 +4,8 @@ from django.core.management.base import BaseCommand, CommandError
 
 from parcels.demo import demo_csv
 from parcels.models import Owner, Parcel
+from parcels.roles import STAFF_ROLES
+from parcels.second_factor import demo_totp_device_set, totp_secret
 from parcels.services import parcels_import, user_create
 
 DEMO_USERS = [
@@ -35,13 +37,18 @@ class Command(BaseCommand):
                 raise CommandError("; ".join(str(error) for error in result.errors[:5]))
             self.stdout.write(f"demo registry: {result.summary['created']} parcels")
         owner = Owner.objects.filter(owner_key=landowner_key).first()
-        self.stdout.write("demo users (username / password):")
+        self.stdout.write("demo users (username / password / authenticator secret; "
+                          "the code: any TOTP app, or `python manage.py demo_totp USERNAME`):")
         for username, role in DEMO_USERS:
             password = f"Lajas-2026-{role}"
-            if not get_user_model().objects.filter(username=username).exists():
-                user_create(username=username, role=role, password=password, owner=owner if role == "landowner" else None,
-                            email=f"{username}@example.pr")
-            self.stdout.write(f"  {username:14} {password:28} ({role})")
+            user = get_user_model().objects.filter(username=username).first()
+            if user is None:
+                user = user_create(username=username, role=role, password=password,
+                                   owner=owner if role == "landowner" else None, email=f"{username}@example.pr")
+            secret = "(password only)"
+            if role in STAFF_ROLES:
+                secret = totp_secret(demo_totp_device_set(user=user)).replace(" ", "")
+            self.stdout.write(f"  {username:14} {password:28} {secret:34} ({role})")
         self.seed_levy_and_payments()
 
     def seed_levy_and_payments(self) -> None:
