@@ -57,3 +57,12 @@ class Client(django.test.Client):
 
     def force_login_password_only(self, user: Any, backend: str | None = None) -> None:
         super().force_login(user, backend)
+
+
+def pass_second_factor(client: django.test.Client, user: Any, next_url: str = "") -> Any:
+    """After the password page: type the code of ``user``'s app on the code page (adding the app
+    first if ``user`` has none, as if enrolled)."""
+    from django.urls import reverse
+
+    code = totp_code(app_device(user))
+    return client.post(reverse("account:verify"), {"code": code, "next": next_url})
