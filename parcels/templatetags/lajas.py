@@ -78,7 +78,8 @@ def history_what(event: Any) -> str:
     key, which people know, rather than the internal id)."""
     data = event.pgh_data or {}
     if event.pgh_obj_model == "parcels.SecondFactorReset":
-        return f"{_('Verificación en dos pasos restablecida')} · {data.get('username')}"
+        label = _("Verificación en dos pasos restablecida")
+        return f"{label} · {data.get('username')}"
     name = data.get("parcel_id") if event.pgh_obj_model == "parcels.Parcel" else data.get("owner_key")
     if event.pgh_obj_model == "parcels.OwnershipTransfer" or not name:
         name = f"#{event.pgh_obj_id}"
