@@ -290,3 +290,14 @@ def test_demo_totp_prints_the_apps_code_and_refuses_production(users, settings, 
     settings.DEMO_DATA_ALLOWED = False
     with pytest.raises(CommandError, match="production"):
         call_command("demo_totp", users["auditor"].username)
+
+
+def test_the_code_page_is_offered_in_english(users):
+    app_device(users["auditor"])
+    client = Client()
+    client.cookies["django_language"] = "en"
+    sign_in_with_password(client, users["auditor"].username)
+    page = client.get(reverse("account:verify")).content.decode()
+    assert "Verification code" in page and "one of your recovery codes" in page and "Código de verificación" not in page
+    refused = client.post(reverse("account:verify"), {"code": "12345"}).content.decode()
+    assert "That code is not right" in refused
