@@ -17,8 +17,10 @@ through its role's pages with a think time between requests:
 - collector: counter search, a parcel at the counter, a statement, the day report;
 - Hacienda: roll page with filters, delinquent list, collection dashboard, a statement.
 
-Everyone signs in first (at once: 20 PBKDF2 hashes keep the workers busy for seconds); the warm-up
-starts when the last one is in, and requests started during it are left out of the figures.
+Staff accounts give the code of their authenticator app (computed from the device key, as an app
+does) after the password. Everyone signs in first (at once: 20 PBKDF2 hashes keep the workers busy
+for seconds); the warm-up starts when the last one is in, and requests started during it are left
+out of the figures.
 
 Environment: ``BENCH_LOAD_USERS`` (20), ``BENCH_LOAD_SECONDS`` (60), ``BENCH_LOAD_WARMUP`` (15),
 ``BENCH_LOAD_WORKERS`` (3 gunicorn workers), ``BENCH_LOAD_THINK`` ("0.5,2": seconds a user waits
@@ -97,16 +99,27 @@ class Browser:
                     self.cookies[name] = morsel.value
         return response.status, response.getheader("Location", ""), data
 
-    def sign_in(self, username: str, password: str) -> None:
-        status, _, page = self.request("GET", "/cuenta/entrar/")
+    def post_form(self, path: str, fields: dict[str, str]) -> tuple[int, str]:
+        status, _, page = self.request("GET", path)
         found = re.search(rb'name="csrfmiddlewaretoken" value="([^"]+)"', page)
         if status != 200 or not found:
-            raise RuntimeError(f"sign-in page: HTTP {status}")
-        form = urlencode({"csrfmiddlewaretoken": found.group(1).decode(), "username": username, "password": password})
-        status, location, _ = self.request("POST", "/cuenta/entrar/", body=form, headers={
-            "Content-Type": "application/x-www-form-urlencoded", "Origin": self.origin, "Referer": f"{self.origin}/cuenta/entrar/"})
+            raise RuntimeError(f"{path}: HTTP {status}")
+        form = urlencode({"csrfmiddlewaretoken": found.group(1).decode(), **fields})
+        status, location, _ = self.request("POST", path, body=form, headers={
+            "Content-Type": "application/x-www-form-urlencoded", "Origin": self.origin, "Referer": f"{self.origin}{path}"})
+        return status, location
+
+    def sign_in(self, username: str, password: str, totp_key: str | None = None) -> None:
+        """The password, then (staff) the code of the user's authenticator app, computed from its key."""
+        status, location = self.post_form("/cuenta/entrar/", {"username": username, "password": password})
         if status != 302 or location.startswith("/cuenta/"):
             raise RuntimeError(f"sign-in refused for {username}: HTTP {status} {location}")
+        if totp_key:
+            from django_otp.oath import totp
+
+            status, location = self.post_form("/cuenta/verificar/", {"code": f"{totp(bytes.fromhex(totp_key)):06d}"})
+            if status != 302 or location.startswith("/cuenta/"):
+                raise RuntimeError(f"code refused for {username}: HTTP {status} {location}")
 
 
 class Recorder:
@@ -133,11 +146,11 @@ def virtual_user(index: int, plan: dict, user: dict, recorder: Recorder, clock: 
     browser = Browser(plan["port"])
     start = time.perf_counter()
     try:
-        browser.sign_in(user["username"], user["password"])
+        browser.sign_in(user["username"], user["password"], user.get("totp_key"))
         error = None
     except Exception as exc:  # a benchmark counts every failure
         error = f"{type(exc).__name__}: {exc}"
-    recorder.add("sign-in (GET form + POST, PBKDF2)", (time.perf_counter() - start) * 1000, error)
+    recorder.add("sign-in (GET form + POST, PBKDF2; staff: + code page)", (time.perf_counter() - start) * 1000, error)
     try:
         signed_in.wait(timeout=180)  # the warm-up starts once everyone has signed in
     except threading.BrokenBarrierError:
@@ -247,6 +260,7 @@ def make_plan(users: int, port: int) -> dict:
     from django.contrib.auth.hashers import make_password
     from django.db.models import Count
     from django.test import override_settings
+    from django_otp.plugins.otp_totp.models import TOTPDevice
 
     from billing.models import Payment, Receipt
     from parcels.models import Owner, Parcel
@@ -277,6 +291,14 @@ def make_plan(users: int, port: int) -> dict:
     # Every account signs in with a PBKDF2 hash, as in production (settings_test hashes with MD5).
     with override_settings(PASSWORD_HASHERS=global_settings.PASSWORD_HASHERS):
         User.objects.update(password=make_password(PASSWORD))
+
+    # Staff sign in with the code of an authenticator app (the demo users have theirs from seed_demo).
+    totp_keys = {}
+    for username in accounts["collector"] + accounts["hacienda"]:
+        user = User.objects.get(username=username)
+        device = TOTPDevice.objects.filter(user=user, confirmed=True).first() or TOTPDevice.objects.create(
+            user=user, name="app", confirmed=True)
+        totp_keys[username] = device.key
 
     levied = list(Parcel.objects.filter(charges__isnull=False).distinct().order_by("pk").values_list("pk", flat=True))
     staff_parcels = rng.sample(levied, min(60, len(levied)))
@@ -313,7 +335,8 @@ def make_plan(users: int, port: int) -> dict:
                          ["hacienda: delinquent list", delinquent],
                          ["hacienda: collection dashboard", ["/cobros/resumen/"]],
                          ["hacienda: parcel statement", [f"/colecturia/predio/{pk}/estado/" for pk in staff_parcels]]]
-            plan_users.append({"role": role, "username": username, "password": PASSWORD, "pages": pages})
+            plan_users.append({"role": role, "username": username, "password": PASSWORD, "pages": pages,
+                               "totp_key": totp_keys.get(username)})
     return {"port": port, "users": plan_users, "warmup": WARMUP, "seconds": SECONDS, "think": list(THINK)}
 
 

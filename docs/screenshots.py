@@ -1,7 +1,8 @@
 """Regenerates the screenshots in docs/screenshots/ (embedded in README.md) from the demo district.
 
 It drives Debian's chromium through Playwright's sync API, signs in as the users `seed_demo`
-creates and saves 1280-pixel-wide PNGs of the pages each role uses, in Spanish.
+creates (staff give the code of their demo authenticator app, from `manage.py demo_totp`) and
+saves 1280-pixel-wide PNGs of the pages each role uses, in Spanish.
 
 Run it from the repository root, against a database of its own (it adds a payment, a small parcel
 import and a batch of bills to the demo data):
@@ -127,7 +128,21 @@ def sign_in(browser, base: str, username: str) -> Page:
     page.wait_for_load_state()
     if "/cuenta/entrar/" in page.url:
         sys.exit(f"could not sign in as {username}; was the database seeded with seed_demo?")
+    if "/cuenta/verificar/" in page.url:  # staff: the code of the demo user's authenticator app
+        page.fill("#id_code", demo_code(username))
+        page.click("main form button[type=submit]")
+        page.wait_for_load_state()
+        if "/cuenta/verificar/" in page.url:
+            sys.exit(f"the code of {username} was refused (used already in these 30 seconds?)")
     return page
+
+
+def demo_code(username: str) -> str:
+    """The current code of a demo user's app (``manage.py demo_totp``, which seed_demo's fixed secrets feed)."""
+    result = subprocess.run([PYTHON, "manage.py", "demo_totp", username], cwd=ROOT, capture_output=True, text=True)
+    if result.returncode != 0:
+        sys.exit(f"manage.py demo_totp {username} failed:\n{result.stderr}")
+    return result.stdout.split()[0]
 
 
 def check(page: Page) -> None:

@@ -66,6 +66,9 @@ INSTALLED_APPS = [
     "pghistory",
     "pghistory.admin",
     "axes",
+    "django_otp",
+    "django_otp.plugins.otp_totp",
+    "django_otp.plugins.otp_static",
     "parcels",
     "levy",
     "billing",
@@ -82,6 +85,8 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django_otp.middleware.OTPMiddleware",
+    "parcels.middleware.SecondFactorMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "pghistory.middleware.HistoryMiddleware",
@@ -195,6 +200,12 @@ if "AXES_PROXY_COUNT" in os.environ:  # a setting that is gone, not one read (no
         "AXES_PROXY_COUNT is no longer read: remove it from .env (docker-compose.yml sets BEHIND_PROXY; a load "
         "balancer in front of nginx goes in deploy/nginx-real-ip.conf, see the README)."
     )
+
+# Second factor (django-otp): staff (every role but landowners) sign in with a TOTP code from an
+# authenticator app after the password; landowners may enrol. There is deliberately no setting
+# that turns it off. A wrong code delays the next try on that device 1, 2, 4, 8 … seconds
+# (django-otp's throttling, factor 1).
+OTP_TOTP_ISSUER = "Riego Lajas"
 
 # Sessions end after 30 minutes without a request.
 SESSION_COOKIE_AGE = 30 * 60

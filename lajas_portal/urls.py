@@ -18,6 +18,7 @@ urlpatterns = [
         form_class=portal_forms.SetPasswordForm,
     ), name="password_reset_confirm"),
     path("cuenta/clave/lista/", auth_views.PasswordResetCompleteView.as_view(), name="password_reset_complete"),
+    path("cuenta/", include("parcels.account_urls")),
     path("portal/", include("parcels.portal_urls")),
     path("i18n/", include("django.conf.urls.i18n")),
     path("admin/", admin.site.urls),

@@ -73,3 +73,33 @@ class RejectNulMiddleware:
         if request.method == "POST" and request.content_type in ("application/x-www-form-urlencoded", "multipart/form-data"):
             return any("\x00" in key or any("\x00" in value for value in values) for key, values in request.POST.lists())
         return False
+
+
+class SecondFactorMiddleware:
+    """A session signed in with the password that still owes its second factor (see
+    ``parcels.second_factor``) reaches only the code page, the enrolment page, sign-out and the
+    language switch: anything else redirects to the code page (or to enrolment for staff who have
+    no app yet), with ``?next=`` back to the page asked for. Goes after django-otp's
+    ``OTPMiddleware``, which tells whether the session is verified."""
+
+    OPEN_VIEWS = frozenset({"account:verify", "account:enrol", "logout", "set_language"})
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        return self.get_response(request)
+
+    def process_view(self, request: HttpRequest, view_func: Callable, view_args: tuple, view_kwargs: dict) -> HttpResponse | None:
+        from django.contrib.auth.views import redirect_to_login
+        from django.urls import reverse
+
+        from .second_factor import second_factor_enrolled, second_factor_pending
+
+        user = request.user
+        if not user.is_authenticated or request.resolver_match.view_name in self.OPEN_VIEWS:
+            return None
+        if not second_factor_pending(user):
+            return None
+        target = "account:verify" if second_factor_enrolled(user) else "account:enrol"
+        return redirect_to_login(request.get_full_path(), reverse(target))

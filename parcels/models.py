@@ -13,6 +13,9 @@ Design:
 - History: every insert, update and delete of these tables is copied by PostgreSQL triggers
   (django-pghistory) into event tables, with the acting user from the request or service
   context, so bulk updates cannot bypass it.
+- ``SecondFactorReset`` records an administrator removing a user's second-factor devices
+  (django-otp TOTP and recovery codes) so they enrol again; its history row is what the audit
+  page shows, with who did it and when. The devices themselves are django-otp's tables.
 - ``Job`` is a small database-backed queue for long runs (imports, rolls, bulk printing): the
   worker (``manage.py run_worker``) takes rows with ``SELECT … FOR UPDATE SKIP LOCKED``.
 """
@@ -165,6 +168,17 @@ class OwnerAccount(models.Model):
     owner = models.ForeignKey(Owner, on_delete=models.PROTECT, related_name="accounts")
 
 
+class SecondFactorReset(models.Model):
+    """An administrator removed ``user``'s second-factor devices; the user enrols again at the
+    next sign-in. ``username`` is copied so the record reads the same if the user is renamed."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    username = models.CharField(max_length=150)
+    devices_removed = models.PositiveSmallIntegerField()
+    reason = models.CharField(_("razón"), max_length=200)
+    reset_at = models.DateTimeField(auto_now_add=True)
+
+
 class Job(models.Model):
     """A long run done by the worker, with progress for the page that waits on it."""
 
@@ -235,3 +249,4 @@ pghistory.track(
     exclude=["updated_at"], model_name="ParcelEvent", **HISTORY,
 )(Parcel)
 pghistory.track(pghistory.InsertEvent(), model_name="OwnershipTransferEvent", **HISTORY)(OwnershipTransfer)
+pghistory.track(pghistory.InsertEvent(), model_name="SecondFactorResetEvent", **HISTORY)(SecondFactorReset)

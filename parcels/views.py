@@ -224,7 +224,8 @@ def job_status(request: HttpRequest, pk: int) -> JsonResponse:
 
 @role_required(*REGISTRY_READERS)
 def audit(request: HttpRequest) -> HttpResponse:
-    models = {"parcels.Parcel": _("Predio"), "parcels.Owner": _("Dueño"), "parcels.OwnershipTransfer": _("Traspaso")}
+    models = {"parcels.Parcel": _("Predio"), "parcels.Owner": _("Dueño"), "parcels.OwnershipTransfer": _("Traspaso"),
+              "parcels.SecondFactorReset": _("Verificación en dos pasos")}
     params = request.GET
     since = _parse_date(params.get("since"))
     until = _parse_date(params.get("until"))
@@ -241,6 +242,7 @@ def _event_models() -> dict[str, str]:
         "parcels.ParcelEvent": _("Predio"),
         "parcels.OwnerEvent": _("Dueño"),
         "parcels.OwnershipTransferEvent": _("Traspaso"),
+        "parcels.SecondFactorResetEvent": _("Verificación en dos pasos"),
     }
 
 

@@ -10,6 +10,7 @@ import pytest
 from parcels.models import Owner, Parcel
 from parcels.roles import ROLES
 from parcels.services import owner_create, parcel_create, user_create
+from tests.otp import Client
 
 PASSWORD = "Correct-Horse-Battery-9"
 # Worked example 1 (../shared/statute/worked-examples.md): parcel, gravity acres; no pumping, no credit.
@@ -65,6 +66,13 @@ def parcel_a(make_parcel, owner_a):
 @pytest.fixture
 def parcel_b(make_parcel, owner_b):
     return make_parcel("LAJ-B1", owner_b, gravity="0", pumped="80")
+
+
+@pytest.fixture
+def client():
+    """pytest-django's client, with a ``force_login`` that also passes the second factor (staff,
+    and landowners who enrolled) with a real device: see ``tests/otp.py``."""
+    return Client()
 
 
 @pytest.fixture

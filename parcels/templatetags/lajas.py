@@ -77,6 +77,9 @@ def history_what(event: Any) -> str:
     """An audit row's "what" in words: "Alta · predio LAJ-000123" (the cadastre number or owner
     key, which people know, rather than the internal id)."""
     data = event.pgh_data or {}
+    if event.pgh_obj_model == "parcels.SecondFactorReset":
+        label = _("Verificación en dos pasos restablecida")
+        return f"{label} · {data.get('username')}"
     name = data.get("parcel_id") if event.pgh_obj_model == "parcels.Parcel" else data.get("owner_key")
     if event.pgh_obj_model == "parcels.OwnershipTransfer" or not name:
         name = f"#{event.pgh_obj_id}"

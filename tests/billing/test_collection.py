@@ -176,9 +176,10 @@ def test_a_double_submit_racing_itself_records_one_payment(seed_rows, district_1
 def test_two_counter_requests_at_once_record_one_payment(seed_rows, district_1, staff):
     """Two collectors submit the counter form for the same account at the same moment: real
     requests through the whole view stack, each on its own database connection, repeated."""
-    from django.test import Client
     from django.urls import reverse
     from django.utils import timezone
+
+    from tests.otp import Client
 
     for parcel_id, _gravity in EXAMPLE_1:
         parcel = Parcel.objects.get(parcel_id=parcel_id)

@@ -194,7 +194,7 @@ def test_navigation_links_by_role(client, users):
 @pytest.mark.django_db
 def test_search_by_cadastre_or_owner_name_in_few_queries(client, district_1, users, django_assert_max_num_queries):
     client.force_login(users["collector"])
-    with django_assert_max_num_queries(9):  # session (4 with its save), user, roles, office (2), search
+    with django_assert_max_num_queries(10):  # session (4 with its save), user, roles, second-factor device, office (2), search
         response = client.get(url("counter"), {"q": "p4"})
     assert [p.parcel_id for p in response.context["results"]] == ["P4"]
     assert url("counter-parcel", district_1["P4"].pk) in text(response)
@@ -399,7 +399,7 @@ def test_day_report_totals_and_over_short(client, district_1, users, django_asse
     services.payment_void(acting_user=users["supervisor"], payment=bounced.payment, reason="Cheque sin fondos")
 
     client.force_login(users["collector"])
-    with django_assert_max_num_queries(12):
+    with django_assert_max_num_queries(13):  # 12, and the second-factor device of the session
         response = client.get(url("day-report"), {"counted_cash": "$350.00", "counted_checks": "990.00"})
     assert response.status_code == 200
     report = response.context["report"]
@@ -428,7 +428,7 @@ def test_day_report_query_budget_does_not_grow_with_receipts(client, district_1,
     for n in range(15):
         pay(users, district_1["P1"], f"{n + 1}.00", method="check" if n % 2 else "cash", reference=f"C{n}")
     client.force_login(users["supervisor"])
-    with django_assert_max_num_queries(12):
+    with django_assert_max_num_queries(13):  # 12, and the second-factor device of the session
         response = client.get(url("day-report"), {"counted_cash": "64.00", "counted_checks": "56.00"})
     assert response.context["report"].count == 15
     assert [row.difference for row in response.context["over_short"]] == [Decimal("0.00"), Decimal("0.00")]

@@ -85,13 +85,37 @@ class Visit:
                 nodes = ", ".join(node.get("target", ["?"])[0] for node in violation.get("nodes", [])[:3])
                 self.axe_failures.append(f"{self.page.url}: {violation['id']} ({violation['impact']}) at {nodes}")
 
-    def login(self, username: str, password: str) -> None:
+    def login_password_only(self, username: str, password: str) -> None:
+        """The sign-in page alone: what follows is the code page or the enrolment page."""
         self.go("/cuenta/entrar/")
         self.page.fill("#id_username", username)
         self.page.fill("#id_password", password)
         self.page.click("main form button[type=submit]")
         self.page.wait_for_load_state()
         self.check()
+
+    def submit_code(self, code: str) -> None:
+        self.page.fill("#id_code", code)
+        self.page.click("main form button[type=submit]")
+        self.page.wait_for_load_state()
+        self.check()
+
+    def login(self, username: str, password: str) -> None:
+        """The sign-in page, then (staff, and landowners who enrolled) the code page with the
+        code an authenticator app computes from the user's device key (``tests/otp.py``); a
+        staff user who never enrolled gets an app first, as if enrolled earlier."""
+        from django.contrib.auth import get_user_model
+
+        from parcels.second_factor import second_factor_required
+        from tests.otp import app_device, totp_code
+
+        user = get_user_model().objects.get(username=username)
+        device = app_device(user) if second_factor_required(user) else None
+        self.login_password_only(username, password)
+        if device is not None:
+            assert "/cuenta/verificar/" in self.page.url, self.page.url
+            self.submit_code(totp_code(device))
+            assert "/cuenta/verificar/" not in self.page.url, "the code was refused"
 
     def logout(self) -> None:
         self.page.click("header form[action$='/cuenta/salir/'] button")

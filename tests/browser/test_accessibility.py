@@ -7,13 +7,24 @@ from decimal import Decimal
 
 import pytest
 from django.contrib.auth import get_user_model
+from django_otp.plugins.otp_totp.models import TOTPDevice
 
 from billing import services
 from parcels.models import Owner, Parcel
 from parcels.services import user_create
 from tests.browser.test_journeys import PASSWORD, _finalized_district
+from tests.otp import totp_code
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+def enrolling(username: str) -> TOTPDevice:
+    """The unconfirmed app of an enrolment under way (its key is what the QR code carries)."""
+    return TOTPDevice.objects.get(user__username=username, confirmed=False)
+
+
+def wrong(code: str) -> str:
+    return f"{(int(code) + 1) % 1_000_000:06d}"
 
 
 def pages(p1: Parcel, owner: Owner, receipt_pk: int) -> dict[str, list[str]]:
@@ -21,13 +32,15 @@ def pages(p1: Parcel, owner: Owner, receipt_pk: int) -> dict[str, list[str]]:
         "authority": ["/", "/predios/", f"/predios/{p1.pk}/", "/predios/nuevo/", f"/predios/{p1.pk}/editar/",
                       f"/predios/{p1.pk}/traspaso/", "/duenos/", f"/duenos/{owner.pk}/", "/duenos/nuevo/", "/importar/",
                       "/auditoria/", "/contribucion/", "/contribucion/2026-2027/estimados/", "/contribucion/parametros/",
-                      "/contribucion/2026-2027/simulacion/", "/cobros/agua/", "/cobros/resumen/", "/portal/invitar/"],
+                      "/contribucion/2026-2027/simulacion/", "/cobros/agua/", "/cobros/resumen/", "/portal/invitar/",
+                      "/cuenta/seguridad/"],
         "hacienda": ["/contribucion/2026-2027/hoja/", "/contribucion/2026-2027/padron/", "/contribucion/2026-2027/correcciones/",
                      "/cobros/morosos/", f"/cobros/predio/{p1.pk}/embargo/", f"/cobros/predio/{p1.pk}/certificaciones/",
                      "/cobros/cierres/", "/cobros/avisos/", f"/colecturia/recibo/{receipt_pk}/"],
         "collector": ["/colecturia/", "/colecturia/?q=P1", f"/colecturia/predio/{p1.pk}/", f"/colecturia/predio/{p1.pk}/estado/",
                       "/colecturia/cuadre/"],
-        "landowner": ["/", f"/predios/{p1.pk}/", f"/colecturia/predio/{p1.pk}/estado/", f"/colecturia/recibo/{receipt_pk}/"],
+        "landowner": ["/", f"/predios/{p1.pk}/", f"/colecturia/predio/{p1.pk}/estado/", f"/colecturia/recibo/{receipt_pk}/",
+                      "/cuenta/seguridad/", "/cuenta/inscribir/"],
         "anonymous": ["/cuenta/entrar/", "/portal/crear-cuenta/", "/cuenta/clave/olvido/"],
     }
 
@@ -53,3 +66,20 @@ def test_every_page_passes_axe_in_both_languages(visit, language):
             expected = "en" if language == "en" else "es-PR"
             assert visit.page.get_attribute("html", "lang") == expected, url
             visit.check()
+    # the second-factor pages of a sign-in: enrolment (with an error), recovery codes, the code page
+    visit.page.context.clear_cookies()
+    visit.page.context.add_cookies([{"name": "django_language", "value": language, "url": visit.base}])
+    user_create(username="a11y_new", role="supervisor", password=PASSWORD)
+    visit.login_password_only("a11y_new", PASSWORD)
+    assert "/cuenta/inscribir/" in visit.page.url
+    device = enrolling("a11y_new")
+    visit.submit_code(wrong(totp_code(device)))
+    TOTPDevice.objects.filter(pk=device.pk).update(throttling_failure_timestamp=None)  # the 1-second wait, passed
+    visit.submit_code(totp_code(device))
+    assert visit.page.locator("ul.recovery-codes code").count() == 10
+    visit.page.context.clear_cookies()
+    visit.page.context.add_cookies([{"name": "django_language", "value": language, "url": visit.base}])
+    visit.login_password_only("a11y_new", PASSWORD)
+    assert "/cuenta/verificar/" in visit.page.url
+    visit.submit_code(wrong(totp_code(device)))
+    assert "/cuenta/verificar/" in visit.page.url  # refused, the page with its error checked

@@ -1,3 +1,4 @@
+import re
 from datetime import date
 from decimal import Decimal
 
@@ -89,7 +90,7 @@ def test_create_user_command(owner_a, capsys, monkeypatch):
 @pytest.mark.django_db
 def test_parcel_list_filters_and_query_budget(client, users, parcel_a, parcel_b, django_assert_max_num_queries):
     client.force_login(users["hacienda"])
-    with django_assert_max_num_queries(8):
+    with django_assert_max_num_queries(9):  # 8, and the second-factor device of the session
         response = client.get(reverse("parcels:parcel-list"), {"irrigation": "pumped"})
     assert response.status_code == 200
     content = response.content.decode()
@@ -119,6 +120,19 @@ def test_seed_demo_builds_a_district_with_a_finalized_levy_and_payments(capsys, 
     call_command("seed_demo", "--parcels", "80")
     out = capsys.readouterr().out
     assert "terrateniente" in out and "Lajas-2026-landowner" in out
+    # each demo staff user has an app with the fixed secret printed beside the password
+    from base64 import b32encode
+
+    from django_otp.plugins.otp_totp.models import TOTPDevice
+
+    from parcels.second_factor import demo_totp_key
+
+    device = TOTPDevice.objects.get(user__username="hacienda", confirmed=True)
+    assert device.key == demo_totp_key("hacienda")
+    secret = b32encode(bytes.fromhex(demo_totp_key("hacienda"))).decode()
+    assert re.search(rf"hacienda\s+Lajas-2026-hacienda\s+{secret}\s+\(hacienda\)", out)
+    assert re.search(r"terrateniente\s+Lajas-2026-landowner\s+\(password only\)", out)
+    assert not TOTPDevice.objects.filter(user__username="terrateniente").exists()
     assert Parcel.objects.count() == 80
     assert Levy.objects.get(fiscal_year__label="2026-2027").status == "final"
     assert Payment.objects.filter(parcel__parcel_id="LAJ-000001").exists()

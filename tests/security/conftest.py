@@ -29,6 +29,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from parcels.roles import ROLES
+from tests.otp import verify_session
 
 PASSWORD = "Correct-Horse-Battery-9"
 YEAR = "2026-2027"  # finalized on time: installments, receipts, bills, certificates
@@ -193,9 +194,12 @@ def w(world, db):
 
 
 def sign_in(client: Client, world: World, principal: str) -> Client:
+    """Signed in as ``principal`` with the second factor passed (a real device; ``tests/otp.py``)."""
     client.logout()
     if principal != ANONYMOUS:
-        client.force_login(world.user(principal))
+        user = world.user(principal)
+        client.force_login(user)
+        verify_session(client, user)
     return client
 
 

@@ -127,6 +127,12 @@ MATRIX: dict[str, Route] = {
     "password_reset_confirm": Route(get=public(), targets=lambda w: [{"uidb64": "MQ", "token": "bad-token"}]),
     "password_reset_complete": Route(get=public()),
     "set_language": Route(get=public(302)),  # Django's i18n view: a GET only redirects
+    # the second factor (parcels.second_factor): the code page sends a session that owes nothing
+    # on (302); staff are enrolled, so their enrolment page sends them to Mi cuenta
+    "account:verify": Route(get={**dict.fromkeys(PRINCIPALS, 302), ANONYMOUS: LOGIN}),
+    "account:enrol": Route(get={**by_role(frozenset({"landowner"})), **dict.fromkeys(STAFF, 302)}),
+    "account:security": Route(get=by_role(STAFF | {"landowner"})),
+    "account:recovery-codes": Route(get={**dict.fromkeys(PRINCIPALS, 405), ANONYMOUS: LOGIN}),
     "portal:claim": Route(get=public()),
     "portal:activate": Route(get=public(), targets=lambda w: [{"uidb64": "MQ", "token": "bad-token"}]),
     "portal:invite": Route(get=by_role(AUTHORITY), post_roles=AUTHORITY,
@@ -283,9 +289,10 @@ def test_the_matrix_follows_the_design():
     }
     landowner_pages = {name for name, route in MATRIX.items()
                        if route.get["landowner"] == 200 and route.get[ANONYMOUS] == LOGIN}
+    own_account = {"account:security", "account:enrol"}  # the signed-in user's own second factor
     assert landowner_pages == {"home", "parcels:parcel-detail", "billing:statement", "billing:receipt",
-                               "billing:receipt-pdf", "billing:document-pdf"}
-    assert all(MATRIX[name].others is not None for name in landowner_pages - {"home"})
+                               "billing:receipt-pdf", "billing:document-pdf", *own_account}
+    assert all(MATRIX[name].others is not None for name in landowner_pages - {"home", *own_account})
     for name, route in MATRIX.items():
         if route.post_roles is not None:
             assert "landowner" not in route.post_roles and NOROLE not in route.post_roles, name

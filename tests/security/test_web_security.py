@@ -32,6 +32,7 @@ from pypdf import PdfReader
 
 from levy.exports import FORMULA_PREFIXES
 from tests.databases import database_url
+from tests.otp import pass_second_factor
 
 from .conftest import (
     ANONYMOUS,
@@ -208,6 +209,7 @@ def test_a_session_idle_for_30_minutes_is_over(w):
     cookie = response.cookies[settings.SESSION_COOKIE_NAME]
     assert cookie["httponly"] and cookie["samesite"] == "Lax"
     assert not cookie["max-age"] and not cookie["expires"]  # also ends when the browser closes
+    assert is_redirect_home(pass_second_factor(client, w.user("supervisor")))
     key = client.cookies[settings.SESSION_COOKIE_NAME].value
     url = reverse("billing:day-report")
 

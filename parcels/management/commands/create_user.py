@@ -5,6 +5,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from parcels.models import Owner
 from parcels.roles import ROLES
+from parcels.second_factor import second_factor_required
 from parcels.services import user_create
 
 
@@ -35,3 +36,8 @@ class Command(BaseCommand):
             raise CommandError("; ".join(exc.messages)) from exc
         note = "" if password else " (no password set: use password reset or --password-stdin)"
         self.stdout.write(f"created {user.username} ({role}){note}")
+        if second_factor_required(user):
+            # The secret is not made here: it would pass through the administrator's terminal.
+            self.stdout.write(f"second factor: at the first sign-in {user.username} adds an authenticator app "
+                              "(QR code or secret on the page, confirmed with a first code) and gets 10 recovery codes")
+

@@ -6,6 +6,8 @@ from django.core.management.base import BaseCommand, CommandError
 
 from parcels.demo import demo_csv
 from parcels.models import Owner, Parcel
+from parcels.roles import STAFF_ROLES
+from parcels.second_factor import demo_totp_device_set, totp_secret
 from parcels.services import parcels_import, user_create
 
 DEMO_USERS = [
@@ -56,11 +58,16 @@ class Command(BaseCommand):
         lines = []
         for username, role in DEMO_USERS:
             password = f"Lajas-2026-{role}"
-            if not get_user_model().objects.filter(username=username).exists():
-                user_create(username=username, role=role, password=password, owner=owner if role == "landowner" else None,
-                            email=f"{username}@example.pr")
-            lines.append(f"  {username:14} {password:28} ({role})")
-        self.done(started, f"{len(DEMO_USERS)} users (username / password):")
+            user = get_user_model().objects.filter(username=username).first()
+            if user is None:
+                user = user_create(username=username, role=role, password=password,
+                                   owner=owner if role == "landowner" else None, email=f"{username}@example.pr")
+            secret = "(password only)"
+            if role in STAFF_ROLES:
+                secret = totp_secret(demo_totp_device_set(user=user)).replace(" ", "")
+            lines.append(f"  {username:14} {password:28} {secret:34} ({role})")
+        self.done(started, f"{len(DEMO_USERS)} users (username / password / authenticator secret; "
+                           "the code: any TOTP app, or `python manage.py demo_totp USERNAME`):")
         for line in lines:
             self.stdout.write(line)
         self.seed_levy_and_payments()

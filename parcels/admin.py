@@ -1,0 +1,33 @@
+"""The admin's user list gets one action: reset a user's second factor (recorded in the audit
+trail, like ``manage.py reset_second_factor``). django-otp's own device pages are left out so
+that removing a device has only that one, recorded, path."""
+
+from django.contrib import admin, messages
+from django.contrib.auth import get_user_model
+from django.contrib.auth.admin import UserAdmin
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
+from django_otp.plugins.otp_static.models import StaticDevice
+from django_otp.plugins.otp_totp.models import TOTPDevice
+
+from .second_factor import second_factor_reset
+
+for model in (TOTPDevice, StaticDevice):
+    if admin.site.is_registered(model):
+        admin.site.unregister(model)
+
+User = get_user_model()
+admin.site.unregister(User)
+
+
+@admin.register(User)
+class PortalUserAdmin(UserAdmin):
+    actions = ["reset_second_factor"]
+
+    @admin.action(description=gettext_lazy("Restablecer la verificación en dos pasos (la activarán otra vez al entrar)"),
+                  permissions=["change"])
+    def reset_second_factor(self, request, queryset):
+        for user in queryset:
+            second_factor_reset(acting_user=request.user, user=user, reason=_("Desde el administrador del sitio"))
+        self.message_user(request, _("Verificación en dos pasos restablecida para %(n)s usuario(s).") % {"n": queryset.count()},
+                          messages.SUCCESS)
