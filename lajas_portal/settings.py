@@ -83,6 +83,7 @@ MIDDLEWARE = [
     "parcels.middleware.SecurityHeadersMiddleware",
     "pghistory.middleware.HistoryMiddleware",
     "axes.middleware.AxesMiddleware",
+    "parcels.middleware.AccessAuditMiddleware",
 ]
 
 ROOT_URLCONF = "lajas_portal.urls"

@@ -8,4 +8,4 @@ class ParcelsConfig(AppConfig):
     verbose_name = _("Registro de predios")
 
     def ready(self) -> None:
-        from . import tasks  # noqa: F401  (registers the job handlers)
+        from . import signals, tasks  # noqa: F401  (register the access-log receivers and the job handlers)

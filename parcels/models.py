@@ -13,6 +13,9 @@ Design:
 - History: every insert, update and delete of these tables is copied by PostgreSQL triggers
   (django-pghistory) into event tables, with the acting user from the request or service
   context, so bulk updates cannot bypass it.
+- ``AccessEvent`` is the append-only log of sign-ins (success, failure, lockout), sign-outs and
+  refusals (403 from a role check, 404 from the access doors on someone else's object); database
+  triggers refuse UPDATE and DELETE, and it never holds a password, a token or a query string.
 - ``Job`` is a small database-backed queue for long runs (imports, rolls, bulk printing): the
   worker (``manage.py run_worker``) takes rows with ``SELECT … FOR UPDATE SKIP LOCKED``.
 """
@@ -26,6 +29,7 @@ import pgtrigger
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
+from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 ACRE_PLACES = Decimal("0.0001")
@@ -207,6 +211,35 @@ class ImportUpload(models.Model):
     job = models.ForeignKey(Job, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
     uploaded_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
     uploaded_at = models.DateTimeField(auto_now_add=True)
+
+
+class AccessEvent(models.Model):
+    """One sign-in, sign-out or refusal, as it happened; rows are never changed nor deleted."""
+
+    class Kind(models.TextChoices):
+        LOGIN = "login", _("Inicio de sesión")
+        LOGIN_FAILED = "login_failed", _("Inicio de sesión fallido")
+        LOCKOUT = "lockout", _("Bloqueo por intentos fallidos")
+        LOGOUT = "logout", _("Cierre de sesión")
+        FORBIDDEN = "forbidden", _("Denegado por rol (403)")
+        NOT_FOUND = "not_found", _("Objeto ajeno o inexistente (404)")
+
+    at = models.DateTimeField(default=timezone.now, db_index=True)  # timestamptz: stored in UTC
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    # The user is kept as a bare id (no foreign key): the log outlives a deleted user and never blocks
+    # deleting one; ``username`` is the name at the time, or the name typed for a failed sign-in.
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.DO_NOTHING, db_constraint=False, null=True, blank=True, related_name="+",
+    )
+    username = models.CharField(max_length=150, blank=True, db_index=True)
+    client_ip = models.CharField(max_length=64, blank=True)
+    path = models.CharField(max_length=500, blank=True)
+    detail = models.CharField(max_length=200, blank=True)
+
+    class Meta:
+        ordering = ["-at", "-id"]
+        indexes = [models.Index(fields=["kind", "at"])]
+        triggers = [pgtrigger.Protect(name="append_only", operation=pgtrigger.Update | pgtrigger.Delete)]
 
 
 # Trigger-based history: who changed what and when, for every write path including bulk ones.

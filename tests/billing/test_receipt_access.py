@@ -7,7 +7,7 @@ import pytest
 from django.urls import reverse
 
 from billing import services
-from parcels.models import Parcel
+from parcels.models import AccessEvent, Parcel
 from parcels.services import parcel_transfer
 
 
@@ -74,3 +74,23 @@ def test_landowner_downloads_their_bills_and_certificates_and_no_one_elses(clien
     client.force_login(other)
     for doc in docs:
         assert client.get(reverse("billing:document-pdf", args=[doc.pk])).status_code == 404
+    # each refusal is in the access log, naming the document asked for
+    refused = AccessEvent.objects.filter(kind="not_found", username="luis").order_by("id")
+    assert [(e.path, e.detail) for e in refused] == [
+        (reverse("billing:document-pdf", args=[doc.pk]), f"{doc.kind} {doc.pk}") for doc in docs
+    ]
+
+
+@pytest.mark.django_db
+def test_a_landowners_404_on_another_owners_receipt_is_in_the_access_log(client, district_1, staff, make_user, owner_b):
+    p1 = Parcel.objects.get(parcel_id="P1")  # owner_a's
+    receipt = services.payment_record(acting_user=staff["collector"], parcel=p1, amount=Decimal("100.00"), paid_on=date(2026, 7, 3))
+    client.force_login(make_user("luis", "landowner", owner_b))
+    url = reverse("billing:receipt", args=[receipt.pk])
+    assert client.get(url, REMOTE_ADDR="10.8.8.8").status_code == 404
+    event = AccessEvent.objects.get(kind="not_found")
+    assert (event.username, event.client_ip, event.path, event.detail) == ("luis", "10.8.8.8", url, f"receipt {receipt.pk}")
+    # the staff who may read any receipt are not refused, and nothing more is logged
+    client.force_login(staff["collector"])
+    assert client.get(url).status_code == 200
+    assert AccessEvent.objects.filter(kind="not_found").count() == 1
