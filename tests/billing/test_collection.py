@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import threading
-from datetime import date
+from datetime import date, datetime
 from decimal import Decimal
+from zoneinfo import ZoneInfo
 
 import pytest
 from django.db import DatabaseError, connection, transaction
@@ -13,6 +14,7 @@ from billing import services
 from billing.models import Charge, LedgerEntry, Payment, Receipt
 from parcels.models import Parcel
 from tests.billing.conftest import billing_cmd, statement
+from tests.clock import move_clock_to
 from tests.conftest import EXAMPLE_1
 
 
@@ -173,16 +175,25 @@ def test_a_double_submit_racing_itself_records_one_payment(seed_rows, district_1
 
 
 @pytest.mark.django_db(transaction=True)
-def test_two_counter_requests_at_once_record_one_payment(seed_rows, district_1, staff):
+def test_two_counter_requests_at_once_record_one_payment(seed_rows, district_1, staff, monkeypatch):
     """Two collectors submit the counter form for the same account at the same moment: real
     requests through the whole view stack, each on its own database connection, repeated."""
     from django.test import Client
     from django.urls import reverse
-    from django.utils import timezone
 
+    # 15 July 2026: only the July halves are due, within their 60 days, so no ¶12 surcharge; what
+    # is due is the July 1 column of worked example 1 (half of each O&M charge, 183.60 $/acre):
+    move_clock_to(monkeypatch, datetime(2026, 7, 15, 10, 0, tzinfo=ZoneInfo("America/Puerto_Rico")))
+    july_halves = {
+        "P1": Decimal("9180.00"),   # 100 ac × 183.60 = 18,360.00; / 2
+        "P2": Decimal("22950.00"),  # 250 ac × 183.60 = 45,900.00; / 2
+        "P3": Decimal("4590.00"),   # 50 ac × 183.60 = 9,180.00; / 2
+        "P4": Decimal("6930.90"),   # 75.5 ac × 183.60 = 13,861.80; / 2
+        "P5": Decimal("2249.10"),   # 24.5 ac × 183.60 = 4,498.20; / 2
+    }
     for parcel_id, _gravity in EXAMPLE_1:
         parcel = Parcel.objects.get(parcel_id=parcel_id)
-        due = services.account_state(parcel=parcel, as_of=timezone.localdate()).state.total_due
+        due = july_halves[parcel_id]
         clients = []
         for name in ("collector", "collector2"):
             client = Client()
@@ -208,4 +219,4 @@ def test_two_counter_requests_at_once_record_one_payment(seed_rows, district_1, 
         for thread in threads:
             thread.join()
         assert sorted(statuses) == [200, 302], statuses  # one receipt, one page saying the account changed
-        assert Payment.objects.filter(parcel=parcel).count() == 1
+        assert [p.amount.amount for p in Payment.objects.filter(parcel=parcel)] == [due]
