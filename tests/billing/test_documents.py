@@ -23,7 +23,7 @@ from levy.models import Levy, RollLine
 from levy.services import estimate_certify, estimate_enter, levy_compute, roll_finalize
 from parcels.models import Job, Parcel
 from tests.billing.conftest import billing_cmd
-from tests.known_codes import ACCESS_CODES, TEST_SECRET_KEY
+from tests.known_codes import ACCESS_CODES, TEST_SECRET_KEY, VERIFICATION_CODES
 
 # Example 2 of the worked examples (2027-2028): A has a 25% credit for ceded water rights.
 EXAMPLE_2 = [("A", "120", "0", "25"), ("B", "0", "80", "0"), ("C", "60", "40", "10"), ("D", "200", "0", "0"), ("E", "33.3", "0", "50")]
@@ -73,8 +73,10 @@ def test_portal_access_code_is_the_agreed_hmac(settings):
     assert documents.portal_access_code("LAJ-A1", "OWN-A") != ACCESS_CODES[("LAJ-A1", "OWN-A")]
 
 
-def test_verification_codes_are_signed_unique_and_url_safe():
+def test_verification_codes_are_signed_unique_and_url_safe(settings):
+    settings.SECRET_KEY = TEST_SECRET_KEY
     first = documents.verification_code("receipt", "LAJ-2026-2027-000001")
+    assert first == VERIFICATION_CODES[("receipt", "LAJ-2026-2027-000001")]  # known answer, tests/known_codes.py
     second = documents.verification_code("receipt", "LAJ-2026-2027-000002")
     assert first != second and first != documents.verification_code("bill", "LAJ-2026-2027-000001")
     assert re.fullmatch(r"[A-Za-z0-9_.\-]+", first) and len(first) <= 80
