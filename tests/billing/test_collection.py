@@ -17,6 +17,16 @@ from tests.billing.conftest import billing_cmd, statement
 from tests.clock import move_clock_to
 from tests.conftest import EXAMPLE_1
 
+# Worked example 1's July 1 column: half of each O&M charge at 183.60 $ per gravity acre, what each
+# parcel owes from 1 July to its last day to pay (31 August 2026), before any ¶12 surcharge.
+JULY_HALVES = {
+    "P1": Decimal("9180.00"),   # 100 ac × 183.60 = 18,360.00; / 2
+    "P2": Decimal("22950.00"),  # 250 ac × 183.60 = 45,900.00; / 2
+    "P3": Decimal("4590.00"),   # 50 ac × 183.60 = 9,180.00; / 2
+    "P4": Decimal("6930.90"),   # 75.5 ac × 183.60 = 13,861.80; / 2
+    "P5": Decimal("2249.10"),   # 24.5 ac × 183.60 = 4,498.20; / 2
+}
+
 
 @pytest.mark.django_db
 def test_finalizing_issues_two_installments_per_paying_parcel_once(district_1, staff):
@@ -156,7 +166,7 @@ def test_two_collectors_paying_the_same_installment_at_once_record_one_payment(s
     """Separate database connections released together at a barrier, repeated on every parcel."""
     for parcel_id, _gravity in EXAMPLE_1:
         parcel = Parcel.objects.get(parcel_id=parcel_id)
-        expected = Decimal(statement(parcel_id, "2026-07-15")["total_due"])
+        expected = JULY_HALVES[parcel_id]  # due on 2026-07-15: the July half, no surcharge yet
         outcomes = race([(staff["collector"], f"{parcel_id}-a"), (staff["collector2"], f"{parcel_id}-b")], parcel, expected, expected)
         assert sorted(o.split()[0] for o in outcomes) == ["receipt", "refused"], outcomes
         assert Payment.objects.filter(parcel=parcel).count() == 1
@@ -181,19 +191,11 @@ def test_two_counter_requests_at_once_record_one_payment(seed_rows, district_1, 
     from django.test import Client
     from django.urls import reverse
 
-    # 15 July 2026: only the July halves are due, within their 60 days, so no ¶12 surcharge; what
-    # is due is the July 1 column of worked example 1 (half of each O&M charge, 183.60 $/acre):
+    # 15 July 2026: only the July halves are due, within their 60 days, so no ¶12 surcharge
     move_clock_to(monkeypatch, datetime(2026, 7, 15, 10, 0, tzinfo=ZoneInfo("America/Puerto_Rico")))
-    july_halves = {
-        "P1": Decimal("9180.00"),   # 100 ac × 183.60 = 18,360.00; / 2
-        "P2": Decimal("22950.00"),  # 250 ac × 183.60 = 45,900.00; / 2
-        "P3": Decimal("4590.00"),   # 50 ac × 183.60 = 9,180.00; / 2
-        "P4": Decimal("6930.90"),   # 75.5 ac × 183.60 = 13,861.80; / 2
-        "P5": Decimal("2249.10"),   # 24.5 ac × 183.60 = 4,498.20; / 2
-    }
     for parcel_id, _gravity in EXAMPLE_1:
         parcel = Parcel.objects.get(parcel_id=parcel_id)
-        due = july_halves[parcel_id]
+        due = JULY_HALVES[parcel_id]
         clients = []
         for name in ("collector", "collector2"):
             client = Client()
