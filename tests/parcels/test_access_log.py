@@ -153,6 +153,7 @@ def test_the_audit_page_shows_the_access_log_to_its_readers(client, users, role)
     page = client.get(reverse("parcels:audit"), {"event": "login_failed"}).content.decode()
     assert "Inicio de sesión fallido" in access_table(page) and "Denegado por rol (403)" not in access_table(page)
     assert "Historial de cambios del registro" not in page
+    assert "Sin accesos registrados." in client.get(reverse("parcels:audit"), {"event": "lockout"}).content.decode()
     # the who filter narrows the access log too
     table = access_table(client.get(reverse("parcels:audit"), {"who": "u_landowner"}).content.decode())
     assert "Denegado por rol (403)" in table and "10.7.7.7" not in table
