@@ -1,4 +1,5 @@
-"""The only way a view gets a receipt for a user: collection and treasury staff see any receipt, a
+"""The only way a view gets a receipt, bill or debt certificate for a user (a bill or certificate
+follows its parcel's current owner, ``parcels.access``). For receipts: collection and treasury staff see any receipt, a
 landowner only the receipts issued to their owner record (the owner snapshotted on the receipt when
 it was paid: after a sale the previous owner keeps their receipts and the buyer does not see them);
 anything else is 404, so a landowner cannot learn that another owner's receipt number exists."""
@@ -7,12 +8,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.http import Http404
 from django.shortcuts import get_object_or_404
 
+from parcels.access import NotYours, get_parcel_for_user
 from parcels.roles import AUDITOR, COLLECTOR, HACIENDA, LANDOWNER, SUPERVISOR, has_role
 
-from .models import Receipt
+from .models import IssuedDocument, Receipt
 
 # Staff who read any receipt or statement. The registry staff (authority) keep parcels, not money.
 RECEIPT_STAFF = (COLLECTOR, SUPERVISOR, HACIENDA, AUDITOR)
@@ -24,7 +25,17 @@ def get_receipt_for_user(user: Any, pk: int) -> Receipt:
         return get_object_or_404(queryset, pk=pk)
     if has_role(user, LANDOWNER):
         account = getattr(user, "owner_account", None)
-        if account is None:
-            raise Http404
-        return get_object_or_404(queryset, pk=pk, snapshot__owner_key=account.owner.owner_key)
-    raise Http404
+        receipt = queryset.filter(pk=pk, snapshot__owner_key=account.owner.owner_key).first() if account else None
+        if receipt is not None:
+            return receipt
+    raise NotYours("receipt", pk)
+
+
+def get_document_for_user(user: Any, pk: int) -> IssuedDocument:
+    """A bill or debt certificate (without its PDF bytes) for staff or the parcel's current owner."""
+    document = get_object_or_404(IssuedDocument.objects.defer("pdf"), pk=pk, kind__in=["bill", "certificate"])
+    try:
+        get_parcel_for_user(user, document.parcel_id)
+    except NotYours:
+        raise NotYours(document.kind, pk) from None
+    return document

@@ -22,7 +22,7 @@ from parcels.models import Parcel
 from parcels.roles import COLLECTOR, HACIENDA, LANDOWNER, SUPERVISOR, has_role, role_required
 
 from . import selectors, services
-from .access import RECEIPT_STAFF, get_receipt_for_user
+from .access import RECEIPT_STAFF, get_document_for_user, get_receipt_for_user
 from .forms import CounterSearchForm, DayCloseForm, DayReportForm, PaymentForm, RefundForm, StatementDateForm, VoidForm
 from .models import DayClose, IssuedDocument, Office, Payment
 
@@ -272,9 +272,7 @@ def document_pdf(request: HttpRequest, pk: int) -> HttpResponse:
     (404 for anyone else); receipts go through ``receipt_pdf`` (they follow the payer)."""
     from django.http import HttpResponse as PdfResponse
 
-    document = get_object_or_404(IssuedDocument.objects.defer("pdf"), pk=pk, kind__in=["bill", "certificate"])
-    get_parcel_for_user(request.user, document.parcel_id)  # 404 unless staff or the parcel's owner
-    document = IssuedDocument.objects.get(pk=document.pk)
+    document = IssuedDocument.objects.get(pk=get_document_for_user(request.user, pk).pk)
     response = PdfResponse(bytes(document.pdf), content_type="application/pdf")
     response["Content-Disposition"] = f'attachment; filename="{document.kind}-{document.number}.pdf"'
     return response

@@ -91,6 +91,7 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "pghistory.middleware.HistoryMiddleware",
     "axes.middleware.AxesMiddleware",
+    "parcels.middleware.AccessAuditMiddleware",
 ]
 
 ROOT_URLCONF = "lajas_portal.urls"

@@ -21,6 +21,6 @@ class ParcelsConfig(AppConfig):
     verbose_name = _("Registro de predios")
 
     def ready(self) -> None:
-        from . import tasks  # noqa: F401  (registers the job handlers)
+        from . import signals, tasks  # noqa: F401  (register the access-log receivers and the job handlers)
 
         post_migrate.connect(cache_table_create, sender=self, dispatch_uid="parcels.cache_table_create")

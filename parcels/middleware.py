@@ -103,3 +103,27 @@ class SecondFactorMiddleware:
             return None
         target = "account:verify" if second_factor_enrolled(user) else "account:enrol"
         return redirect_to_login(request.get_full_path(), reverse(target))
+
+
+class AccessAuditMiddleware:
+    """Records the refusals of the role check (403) and of the access doors (404 on an object that
+    is not the user's) in the access log, then lets Django answer them as usual."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        return self.get_response(request)
+
+    def process_exception(self, request: HttpRequest, exception: Exception) -> None:
+        from .access import NotYours
+        from .models import AccessEvent
+        from .roles import RoleDenied
+        from .services import access_event_record
+
+        if isinstance(exception, RoleDenied):
+            access_event_record(acting_user=request.user, kind=AccessEvent.Kind.FORBIDDEN, request=request,
+                                detail="roles: " + ", ".join(exception.roles))
+        elif isinstance(exception, NotYours):
+            access_event_record(acting_user=request.user, kind=AccessEvent.Kind.NOT_FOUND, request=request,
+                                detail=exception.detail)

@@ -16,6 +16,9 @@ Design:
 - ``SecondFactorReset`` records an administrator removing a user's second-factor devices
   (django-otp TOTP and recovery codes) so they enrol again; its history row is what the audit
   page shows, with who did it and when. The devices themselves are django-otp's tables.
+- ``AccessEvent`` is the append-only log of sign-ins (success, failure, lockout), sign-outs and
+  refusals (403 from a role check, 404 from the access doors on someone else's object); database
+  triggers refuse UPDATE and DELETE, and it never holds a password, a token or a query string.
 - ``Job`` is a small database-backed queue for long runs (imports, rolls, bulk printing): the
   worker (``manage.py run_worker``) takes rows with ``SELECT … FOR UPDATE SKIP LOCKED``.
 """
@@ -30,6 +33,7 @@ from django.conf import settings
 from django.contrib.postgres.indexes import GinIndex, OpClass
 from django.db import models
 from django.db.models import Q
+from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 from .search import CodeKey, Fold
@@ -230,6 +234,35 @@ class ImportUpload(models.Model):
     job = models.ForeignKey(Job, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
     uploaded_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
     uploaded_at = models.DateTimeField(auto_now_add=True)
+
+
+class AccessEvent(models.Model):
+    """One sign-in, sign-out or refusal, as it happened; rows are never changed nor deleted."""
+
+    class Kind(models.TextChoices):
+        LOGIN = "login", _("Inicio de sesión")
+        LOGIN_FAILED = "login_failed", _("Inicio de sesión fallido")
+        LOCKOUT = "lockout", _("Bloqueo por intentos fallidos")
+        LOGOUT = "logout", _("Cierre de sesión")
+        FORBIDDEN = "forbidden", _("Denegado por rol (403)")
+        NOT_FOUND = "not_found", _("Objeto ajeno o inexistente (404)")
+
+    at = models.DateTimeField(default=timezone.now, db_index=True)  # timestamptz: stored in UTC
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    # The user is kept as a bare id (no foreign key): the log outlives a deleted user and never blocks
+    # deleting one; ``username`` is the name at the time, or the name typed for a failed sign-in.
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.DO_NOTHING, db_constraint=False, null=True, blank=True, related_name="+",
+    )
+    username = models.CharField(max_length=150, blank=True, db_index=True)
+    client_ip = models.CharField(max_length=64, blank=True)
+    path = models.CharField(max_length=500, blank=True)
+    detail = models.CharField(max_length=200, blank=True)
+
+    class Meta:
+        ordering = ["-at", "-id"]
+        indexes = [models.Index(fields=["kind", "at"])]
+        triggers = [pgtrigger.Protect(name="append_only", operation=pgtrigger.Update | pgtrigger.Delete)]
 
 
 # Trigger-based history: who changed what and when, for every write path including bulk ones.

@@ -3,6 +3,8 @@
 A view names the roles that may use it; anything else is refused (403 for a signed-in user of
 another role, the login page for anonymous visitors). Landowners only ever reach their own
 objects through ``parcels.access`` / ``billing.access``, which answer 404 for anything else.
+Both refusals are raised as their own exception classes (``RoleDenied``, ``access.NotYours``) so
+``parcels.middleware.AccessAuditMiddleware`` records them in the access log.
 """
 
 from __future__ import annotations
@@ -35,6 +37,14 @@ ROLES = tuple(ROLE_LABELS)
 STAFF_ROLES = (AUTHORITY, HACIENDA, COLLECTOR, SUPERVISOR, AUDITOR)
 
 
+class RoleDenied(PermissionDenied):
+    """A signed-in user without any of the roles a view names (403, recorded in the access log)."""
+
+    def __init__(self, roles: tuple[str, ...]) -> None:
+        super().__init__()
+        self.roles = roles
+
+
 def user_roles(user: Any) -> frozenset[str]:
     """The role names of ``user`` (cached on the instance for the request)."""
     if not getattr(user, "is_authenticated", False):
@@ -59,7 +69,7 @@ def role_required(*roles: str) -> Callable:
             if not request.user.is_authenticated:
                 return redirect_to_login(request.get_full_path())
             if not has_role(request.user, *roles):
-                raise PermissionDenied
+                raise RoleDenied(roles)
             return view(request, *args, **kwargs)
 
         wrapped.allowed_roles = roles  # type: ignore[attr-defined]

@@ -378,3 +378,44 @@ def import_upload_apply(*, acting_user: Any, upload: Any) -> Any:
     upload.job = job_enqueue(kind="parcel_import_apply", payload={"upload_id": upload.pk}, acting_user=acting_user)
     upload.save(update_fields=["status", "job"])
     return upload
+
+
+# --- The access log (sign-ins, sign-outs, refusals) ----------------------------------------
+
+
+def _request_path(request: Any) -> str:
+    """The path asked for, without its query string, and with any URL token (password reset,
+    portal activation) blanked: the log must never hold something that lets one sign in."""
+    from django.urls import Resolver404, resolve
+
+    path = request.path_info
+    try:
+        match = resolve(path)
+    except Resolver404:
+        return path[:500]
+    token = match.kwargs.get("token")
+    if token:
+        path = path.replace(str(token), "…")
+    return path[:500]
+
+
+@transaction.atomic
+def access_event_record(*, acting_user: Any, kind: str, request: Any = None, username: str = "", detail: str = "") -> Any:
+    """Append one access event. ``acting_user`` is the signed-in user (None for a failed sign-in,
+    whose typed ``username`` is kept instead); only the name, the client address, the path and
+    ``detail`` are stored, never credentials."""
+    from .middleware import client_ip
+    from .models import AccessEvent
+
+    user = acting_user if getattr(acting_user, "is_authenticated", False) else None
+    event = AccessEvent(
+        kind=kind,
+        user=user,
+        username=(user.get_username() if user is not None else username or "")[:150],
+        client_ip=client_ip(request)[:64] if request is not None else "",
+        path=_request_path(request) if request is not None else "",
+        detail=detail[:200],
+    )
+    event.full_clean()
+    event.save()
+    return event

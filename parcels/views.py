@@ -18,12 +18,13 @@ from django.views.decorators.http import require_POST
 from . import selectors, services
 from .access import get_parcel_for_user, owner_ids_for_user
 from .forms import ImportUploadForm, OwnerForm, ParcelForm, TransferForm
-from .models import ImportUpload, Job, Owner, Parcel
+from .models import AccessEvent, ImportUpload, Job, Owner, Parcel
 from .roles import AUDITOR, AUTHORITY, COLLECTOR, HACIENDA, LANDOWNER, STAFF_ROLES, SUPERVISOR, has_role, role_required
 from .search import owners_matching
 
 REGISTRY_READERS = (AUTHORITY, HACIENDA, COLLECTOR, SUPERVISOR, AUDITOR)
 PAGE_SIZE = 50
+CHANGES = "changes"  # the audit page's event type for the registry history (the rest are AccessEvent kinds)
 
 
 def _landowner_rows(parcels: list[Parcel]) -> list[dict]:
@@ -224,17 +225,28 @@ def job_status(request: HttpRequest, pk: int) -> JsonResponse:
 
 @role_required(*REGISTRY_READERS)
 def audit(request: HttpRequest) -> HttpResponse:
-    models = {"parcels.Parcel": _("Predio"), "parcels.Owner": _("Dueño"), "parcels.OwnershipTransfer": _("Traspaso"),
-              "parcels.SecondFactorReset": _("Verificación en dos pasos")}
+    """The history of the registry and the access log. ``event`` narrows to the registry changes
+    (``changes``) or to one kind of access event; ``who``, ``since`` and ``until`` apply to both."""
     params = request.GET
     since = _parse_date(params.get("since"))
     until = _parse_date(params.get("until"))
-    model = params.get("what", "")
-    events = selectors.audit_events(
-        user=params.get("who", "").strip(), model=model if model in _event_models() else "", since=since, until=until,
-    )
-    page = Paginator(events, PAGE_SIZE).get_page(params.get("page"))
-    return render(request, "parcels/audit.html", {"page": page, "models": models, "event_models": _event_models(), "params": params})
+    who = params.get("who", "").strip()
+    event = params.get("event", "")
+    if event != CHANGES and event not in AccessEvent.Kind.values:
+        event = ""
+    page = access_page = None
+    if event in ("", CHANGES):
+        model = params.get("what", "")
+        events = selectors.audit_events(user=who, model=model if model in _event_models() else "", since=since, until=until)
+        page = Paginator(events, PAGE_SIZE).get_page(params.get("page"))
+    if event != CHANGES:
+        accesses = selectors.access_events(user=who, kind=event, since=since, until=until)
+        access_page = Paginator(accesses, PAGE_SIZE).get_page(params.get("apage"))
+    event_types = {CHANGES: _("Cambios del registro"), **dict(AccessEvent.Kind.choices)}
+    return render(request, "parcels/audit.html", {
+        "page": page, "access_page": access_page, "event_models": _event_models(), "event_types": event_types,
+        "params": params,
+    })
 
 
 def _event_models() -> dict[str, str]:

@@ -1,4 +1,5 @@
-"""Shared fixtures: one user per role, parcels and owners built through the services."""
+"""Shared fixtures: one user per role, parcels and owners built through the services (by the
+factories of ``tests/factories.py``)."""
 
 from __future__ import annotations
 
@@ -9,10 +10,10 @@ import pytest
 
 from parcels.models import Owner, Parcel
 from parcels.roles import ROLES
-from parcels.services import owner_create, parcel_create, user_create
+from tests.factories import PASSWORD as PASSWORD  # the password of every fixture user; tests import it from here
+from tests.factories import OwnerFactory, ParcelFactory, UserFactory
 from tests.otp import Client
 
-PASSWORD = "Correct-Horse-Battery-9"
 # Worked example 1 (../shared/statute/worked-examples.md): parcel, gravity acres; no pumping, no credit.
 EXAMPLE_1 = [("P1", "100"), ("P2", "250"), ("P3", "50"), ("P4", "75.5"), ("P5", "24.5")]
 
@@ -20,7 +21,7 @@ EXAMPLE_1 = [("P1", "100"), ("P2", "250"), ("P3", "50"), ("P4", "75.5"), ("P5", 
 @pytest.fixture
 def make_user(db):
     def make(username: str, role: str, owner: Owner | None = None):
-        return user_create(username=username, role=role, password=PASSWORD, owner=owner)
+        return UserFactory(username=username, role=role, owner=owner)
 
     return make
 
@@ -38,21 +39,21 @@ def system_user(make_user):
 
 @pytest.fixture
 def owner_a(db):
-    return owner_create(acting_user=None, name="Carmen Irizarry Vélez", email="carmen@example.pr", owner_key="OWN-A")
+    return OwnerFactory(name="Carmen Irizarry Vélez", email="carmen@example.pr", owner_key="OWN-A")
 
 
 @pytest.fixture
 def owner_b(db):
-    return owner_create(acting_user=None, name="Luis Toro Ramos", owner_key="OWN-B")
+    return OwnerFactory(name="Luis Toro Ramos", owner_key="OWN-B")
 
 
 @pytest.fixture
 def make_parcel(db):
     def make(parcel_id: str, owner: Owner, gravity: str = "10", pumped: str = "0", inclusion: str = "permanent",
              water_since: date | None = date(2000, 1, 1), credit: str = "0", unit: str = "acre") -> Parcel:
-        return parcel_create(
-            acting_user=None, parcel_id=parcel_id, owner=owner, area_unit=unit, gravity_area=Decimal(gravity),
-            pumped_area=Decimal(pumped), inclusion=inclusion, water_since=water_since, credit_percent=Decimal(credit),
+        return ParcelFactory(
+            parcel_id=parcel_id, owner=owner, area_unit=unit, gravity_area=Decimal(gravity), pumped_area=Decimal(pumped),
+            inclusion=inclusion, water_since=water_since, credit_percent=Decimal(credit),
         )
 
     return make

@@ -52,9 +52,10 @@ def sort_link(context: dict, field: str) -> str:
 
 
 @register.simple_tag(takes_context=True)
-def page_link(context: dict, page: int) -> str:
+def page_link(context: dict, page: int, param: str = "") -> str:
+    """The current query with page ``param`` (``page`` unless the page has two lists) set to ``page``."""
     params = context["request"].GET.copy()
-    params["page"] = page
+    params[param or "page"] = page
     return "?" + params.urlencode()
 
 

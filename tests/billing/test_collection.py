@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import threading
-from datetime import date
+from datetime import date, datetime
 from decimal import Decimal
+from zoneinfo import ZoneInfo
 
 import pytest
 from django.db import DatabaseError, connection, transaction
@@ -13,7 +14,18 @@ from billing import services
 from billing.models import Charge, LedgerEntry, Payment, Receipt
 from parcels.models import Parcel
 from tests.billing.conftest import billing_cmd, statement
+from tests.clock import move_clock_to
 from tests.conftest import EXAMPLE_1
+
+# Worked example 1's July 1 column: half of each O&M charge at 183.60 $ per gravity acre, what each
+# parcel owes from 1 July to its last day to pay (31 August 2026), before any ¶12 surcharge.
+JULY_HALVES = {
+    "P1": Decimal("9180.00"),   # 100 ac × 183.60 = 18,360.00; / 2
+    "P2": Decimal("22950.00"),  # 250 ac × 183.60 = 45,900.00; / 2
+    "P3": Decimal("4590.00"),   # 50 ac × 183.60 = 9,180.00; / 2
+    "P4": Decimal("6930.90"),   # 75.5 ac × 183.60 = 13,861.80; / 2
+    "P5": Decimal("2249.10"),   # 24.5 ac × 183.60 = 4,498.20; / 2
+}
 
 
 @pytest.mark.django_db
@@ -154,7 +166,7 @@ def test_two_collectors_paying_the_same_installment_at_once_record_one_payment(s
     """Separate database connections released together at a barrier, repeated on every parcel."""
     for parcel_id, _gravity in EXAMPLE_1:
         parcel = Parcel.objects.get(parcel_id=parcel_id)
-        expected = Decimal(statement(parcel_id, "2026-07-15")["total_due"])
+        expected = JULY_HALVES[parcel_id]  # due on 2026-07-15: the July half, no surcharge yet
         outcomes = race([(staff["collector"], f"{parcel_id}-a"), (staff["collector2"], f"{parcel_id}-b")], parcel, expected, expected)
         assert sorted(o.split()[0] for o in outcomes) == ["receipt", "refused"], outcomes
         assert Payment.objects.filter(parcel=parcel).count() == 1
@@ -173,17 +185,18 @@ def test_a_double_submit_racing_itself_records_one_payment(seed_rows, district_1
 
 
 @pytest.mark.django_db(transaction=True)
-def test_two_counter_requests_at_once_record_one_payment(seed_rows, district_1, staff):
+def test_two_counter_requests_at_once_record_one_payment(seed_rows, district_1, staff, monkeypatch):
     """Two collectors submit the counter form for the same account at the same moment: real
     requests through the whole view stack, each on its own database connection, repeated."""
     from django.urls import reverse
-    from django.utils import timezone
 
     from tests.otp import Client
 
+    # 15 July 2026: only the July halves are due, within their 60 days, so no ¶12 surcharge
+    move_clock_to(monkeypatch, datetime(2026, 7, 15, 10, 0, tzinfo=ZoneInfo("America/Puerto_Rico")))
     for parcel_id, _gravity in EXAMPLE_1:
         parcel = Parcel.objects.get(parcel_id=parcel_id)
-        due = services.account_state(parcel=parcel, as_of=timezone.localdate()).state.total_due
+        due = JULY_HALVES[parcel_id]
         clients = []
         for name in ("collector", "collector2"):
             client = Client()
@@ -209,4 +222,4 @@ def test_two_counter_requests_at_once_record_one_payment(seed_rows, district_1, 
         for thread in threads:
             thread.join()
         assert sorted(statuses) == [200, 302], statuses  # one receipt, one page saying the account changed
-        assert Payment.objects.filter(parcel=parcel).count() == 1
+        assert [p.amount.amount for p in Payment.objects.filter(parcel=parcel)] == [due]

@@ -13,7 +13,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from billing import services
-from billing.models import Charge, Payment, Receipt
+from billing.models import Payment, Receipt
 from levy.services import estimate_certify, estimate_enter, levy_compute, roll_finalize
 from parcels.models import Parcel
 from parcels.roles import ROLES
@@ -442,9 +442,9 @@ def test_the_landowner_home_says_what_is_owed_by_when_and_where_to_pay(client, d
     pay(users, district_1["P4"], "6930.90")  # P4's July half paid in full (without its surcharge)
     client.force_login(users["landowner"])
     page = text(client.get(reverse("home")))
-    p1 = Charge.objects.get(parcel=district_1["P1"], number=1)
-    p1_state = services.account_state(parcel=district_1["P1"], as_of=TODAY).state
-    assert f"{p1_state.total_due:,.2f}" in page  # owed today, with the ¶12 surcharge
-    assert f"${p1.principal.amount + p1_state.charges[0].surcharge:,.2f}: atrasado (el último día para pagar fue el 31 de agosto de 2026), con recargo (¶12)" in page
+    # P1 owes today its July half, 9,180.00 (100 ac × 183.60 $/ac / 2), two ½% periods late:
+    # 9,180.00 × 0.005 × 2 = 91.80 surcharge, 9,271.80 in all (the January half is not due yet)
+    assert "9,271.80" in page  # owed today, with the ¶12 surcharge
+    assert "$9,271.80: atrasado (el último día para pagar fue el 31 de agosto de 2026), con recargo (¶12)" in page
     assert "$69.31: atrasado (el último día para pagar fue el 31 de agosto de 2026)" in page  # what P4 still owes: its surcharge
     assert "60 días después de vencer" in page and "½%" in page and "Oficina del Colector" in page and "¶14" in page

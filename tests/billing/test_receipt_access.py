@@ -1,14 +1,16 @@
 """After a sale the previous owner keeps their receipts; the buyer sees the parcel's debts, not them."""
 
-from datetime import date
+from datetime import date, datetime
 from decimal import Decimal
+from zoneinfo import ZoneInfo
 
 import pytest
 from django.urls import reverse
 
 from billing import services
-from parcels.models import Parcel
+from parcels.models import AccessEvent, Parcel
 from parcels.services import parcel_transfer
+from tests.clock import move_clock_to
 
 
 @pytest.mark.django_db
@@ -29,13 +31,15 @@ def test_previous_owner_keeps_receipts_after_a_sale(client, district_1, staff, m
 
 
 @pytest.mark.django_db
-def test_supervisor_closes_the_day_and_refunds_credit_from_the_pages(client, district_1, staff):
+def test_supervisor_closes_the_day_and_refunds_credit_from_the_pages(client, district_1, staff, monkeypatch):
     from billing.models import DayClose, Refund
 
     p3 = Parcel.objects.get(parcel_id="P3")
-    today = date.today()
-    owed = services.account_state(parcel=p3, as_of=today).state.total_balance  # both halves, with any surcharge
-    paid = owed + Decimal("20.00")
+    today = date(2026, 7, 15)  # the July half is within its 60 days: no ¶12 surcharge
+    move_clock_to(monkeypatch, datetime(2026, 7, 15, 10, 0, tzinfo=ZoneInfo("America/Puerto_Rico")))
+    # P3 (worked example 1): 50 ac × 183.60 $/ac = 9,180.00 = the July half 4,590.00 + the January
+    # half 4,590.00, both issued; paying 20.00 more than both leaves a 20.00 credit
+    paid = Decimal("9200.00")
     services.payment_record(acting_user=staff["collector"], parcel=p3, amount=paid, paid_on=today)
     client.force_login(staff["collector"])
     assert client.post(reverse("billing:day-close"), {"office": "LAJ", "day": today.isoformat(), "counted_cash": str(paid),
@@ -74,3 +78,23 @@ def test_landowner_downloads_their_bills_and_certificates_and_no_one_elses(clien
     client.force_login(other)
     for doc in docs:
         assert client.get(reverse("billing:document-pdf", args=[doc.pk])).status_code == 404
+    # each refusal is in the access log, naming the document asked for
+    refused = AccessEvent.objects.filter(kind="not_found", username="luis").order_by("id")
+    assert [(e.path, e.detail) for e in refused] == [
+        (reverse("billing:document-pdf", args=[doc.pk]), f"{doc.kind} {doc.pk}") for doc in docs
+    ]
+
+
+@pytest.mark.django_db
+def test_a_landowners_404_on_another_owners_receipt_is_in_the_access_log(client, district_1, staff, make_user, owner_b):
+    p1 = Parcel.objects.get(parcel_id="P1")  # owner_a's
+    receipt = services.payment_record(acting_user=staff["collector"], parcel=p1, amount=Decimal("100.00"), paid_on=date(2026, 7, 3))
+    client.force_login(make_user("luis", "landowner", owner_b))
+    url = reverse("billing:receipt", args=[receipt.pk])
+    assert client.get(url, REMOTE_ADDR="10.8.8.8").status_code == 404
+    event = AccessEvent.objects.get(kind="not_found")
+    assert (event.username, event.client_ip, event.path, event.detail) == ("luis", "10.8.8.8", url, f"receipt {receipt.pk}")
+    # the staff who may read any receipt are not refused, and nothing more is logged
+    client.force_login(staff["collector"])
+    assert client.get(url).status_code == 200
+    assert AccessEvent.objects.filter(kind="not_found").count() == 1

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from datetime import date
+from datetime import date, datetime
 from decimal import Decimal
+from zoneinfo import ZoneInfo
 
 import pytest
 
@@ -11,10 +12,12 @@ from billing.models import Charge, Payment
 from levy.models import Levy
 from parcels.models import Parcel
 from parcels.services import owner_create, parcel_create, user_create
+from tests.clock import move_clock_to
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 PASSWORD = "Una-Clave-Muy-Larga-2026"
+OCTOBER_15 = datetime(2026, 10, 15, 10, 0, tzinfo=ZoneInfo("America/Puerto_Rico"))  # a known "today"
 GOOD_CSV = """parcel_id,owner_id,owner_name,owner_email,owner_kind,gravity_acres,pumped_acres,inclusion,water_since,credit_percent
 P1,OW-1,Carmen Irizarry Vélez,carmen@example.pr,private,100,0,permanent,2000-01-01,25
 P2,OW-1,Carmen Irizarry Vélez,carmen@example.pr,private,250,0,permanent,2000-01-01,0
@@ -134,48 +137,42 @@ def _pay_at_counter(visit, parcel_id: str, amount: str | None) -> None:
     visit.check()
 
 
-def test_collector_takes_a_partial_and_a_full_payment_and_the_day_report_matches(visit):
-    from django.utils import timezone
-
-    from billing import services
-
+def test_collector_takes_a_partial_and_a_full_payment_and_the_day_report_matches(visit, monkeypatch):
+    # Worked example 1's late payment: on 15 October 2026 P4 owes its July half 6,930.90 (75.5 ac ×
+    # 183.60 $/ac / 2), delinquent since 1 September (last day 31 August), two ½% periods begun:
+    # 6,930.90 × 0.005 × 2 = 69.309 → 69.31, due 7,000.21; the January half is not due yet.
+    move_clock_to(monkeypatch, OCTOBER_15)
     _finalized_district()
     users("collector")
     p4 = Parcel.objects.get(parcel_id="P4")
-    due_now = services.account_state(parcel=p4, as_of=timezone.localdate()).state.total_due
     visit.login("u_collector", PASSWORD)
     _pay_at_counter(visit, "P4", "1000.00")
     receipt_text = visit.page.inner_text("main")
     assert "LAJ-" in receipt_text and "$1,000.00" in receipt_text
-    remaining = due_now - Decimal("1000.00")
-    assert f"${remaining:,.2f}" in receipt_text  # the receipt says what remains due
+    assert "$6,000.21" in receipt_text  # what remains due: 7,000.21 − 1,000.00
     _pay_at_counter(visit, "P4", None)  # the form is prefilled with the full amount due
-    assert f"${remaining:,.2f}" in visit.page.inner_text("main")
-    assert services.account_state(parcel=p4, as_of=timezone.localdate()).state.total_due == 0
-    assert Payment.objects.filter(parcel=p4).count() == 2
+    assert "$6,000.21" in visit.page.inner_text("main")
+    assert sorted(p.amount.amount for p in Payment.objects.filter(parcel=p4)) == [Decimal("1000.00"), Decimal("6000.21")]
     visit.go("/colecturia/cuadre/")
     report = visit.page.inner_text("main")
-    assert f"${due_now:,.2f}" in report and report.count("LAJ-2026-2027-") >= 2
+    assert "$7,000.21" in report and report.count("LAJ-2026-2027-") >= 2
 
 
-def test_a_late_payment_shows_the_surcharge_on_statement_and_receipt(visit):
-    from django.utils import timezone
-
-    from billing import services
-
+def test_a_late_payment_shows_the_surcharge_on_statement_and_receipt(visit, monkeypatch):
+    # On 15 October 2026 P5's July half, 2,249.10 (24.5 ac × 183.60 $/ac / 2), is past its last day
+    # (31 August) with two ½% periods begun: 2,249.10 × 0.005 × 2 = 22.491 → 22.49; due 2,271.59.
+    move_clock_to(monkeypatch, OCTOBER_15)
     _finalized_district()
     users("collector")
     p5 = Parcel.objects.get(parcel_id="P5")
-    today = timezone.localdate()
-    july = services.account_state(parcel=p5, as_of=today).state.charges[0]
-    assert july.surcharge > 0  # past the last day to pay (2026-08-31)
     visit.login("u_collector", PASSWORD)
     visit.go(f"/colecturia/predio/{p5.pk}/estado/")
     statement = visit.page.inner_text("main")
-    assert f"${july.surcharge:,.2f}" in statement and "½%" in statement
+    assert "$22.49" in statement and "½%" in statement
     _pay_at_counter(visit, "P5", None)
     receipt = visit.page.inner_text("main")
-    assert f"${july.surcharge:,.2f}" in receipt and "½%" in receipt
+    assert "$22.49" in receipt and "½%" in receipt and "$2,271.59" in receipt
+    assert [p.amount.amount for p in Payment.objects.filter(parcel=p5)] == [Decimal("2271.59")]
 
 
 def test_landowner_sees_only_their_two_parcels_and_downloads_a_receipt_pdf(visit, tmp_path):

@@ -3,7 +3,6 @@ password reset by email, and who may open which page."""
 
 from __future__ import annotations
 
-import base64
 import re
 
 import pytest
@@ -13,11 +12,11 @@ from django.core.cache import cache
 from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
-from django.utils.crypto import salted_hmac
 
-from parcels.portal import CLAIM_FAILURE_LIMIT
+from parcels.portal import CLAIM_FAILURE_LIMIT, CLAIM_WINDOW_SECONDS
 from parcels.roles import ROLES
 from parcels.services import parcel_transfer, user_create
+from tests.known_codes import ACCESS_CODES, TEST_SECRET_KEY
 
 User = get_user_model()
 NEW_PASSWORD = "Riego-Valle-Lajas-2026"
@@ -25,10 +24,50 @@ GENERIC_ERROR = "El número de catastro o el código no coinciden"
 
 
 def expected_code(parcel_id: str, owner_key: str) -> str:
-    """The contract of ``billing.documents.portal_access_code``, computed independently."""
-    digest = salted_hmac("lajas.portal-access", f"{parcel_id}:{owner_key}").digest()
-    code = base64.b32encode(digest).decode()[:10].upper()
-    return f"{code[:5]}-{code[5:]}"
+    """The code printed on the bill, as a known answer (tests/known_codes.py says how it was found)."""
+    return ACCESS_CODES[(parcel_id, owner_key)]
+
+
+@pytest.fixture(autouse=True)
+def access_codes(settings):
+    """The known codes hold for the test key; the claim throttle lives in the cache, so each test
+    starts and ends with it empty."""
+    settings.SECRET_KEY = TEST_SECRET_KEY
+    cache.clear()
+    yield
+    cache.clear()
+
+
+@pytest.fixture
+def cache_clock(monkeypatch):
+    """The shared cache's clock, moved forward by hand: ``cache_clock.advance(seconds)``. Django's
+    database cache writes an entry's expiry from ``time.time()`` (``BaseCache.get_backend_timeout``)
+    and compares it with ``timezone.now()`` (``db.tz_now``); both are moved, so entries expire as
+    they would that much later."""
+    import time as real_time
+    from datetime import timedelta
+
+    from django.core.cache import caches
+    from django.core.cache.backends import base, db
+
+    assert isinstance(caches["default"], db.DatabaseCache), "this clock only moves the database cache"
+
+    class Clock:
+        offset = 0.0
+
+        def time(self) -> float:
+            return real_time.time() + self.offset
+
+        def now(self):
+            return timezone.now() + timedelta(seconds=self.offset)
+
+        def advance(self, seconds: float) -> None:
+            self.offset += seconds
+
+    clock = Clock()
+    monkeypatch.setattr(base, "time", clock)
+    monkeypatch.setattr(db, "tz_now", clock.now)
+    return clock
 
 
 def link_path(body: str, base: str) -> str:
@@ -181,12 +220,20 @@ def test_sixth_failed_claim_in_an_hour_is_refused_even_with_the_right_code(clien
 
 
 @pytest.mark.django_db
-def test_claim_throttle_ends_after_the_hour(client, parcel_a):
+def test_claim_throttle_ends_after_the_hour(client, parcel_a, cache_clock):
+    assert CLAIM_WINDOW_SECONDS == 3600
     for _ in range(CLAIM_FAILURE_LIMIT):
         client.post(reverse("portal:claim"), claim_data("LAJ-A1", "AAAAA-AAAAA"))
-    cache.clear()  # what the hour's expiry does
-    response = client.post(reverse("portal:claim"), claim_data("LAJ-A1", expected_code("LAJ-A1", "OWN-A")))
+    right = claim_data("LAJ-A1", expected_code("LAJ-A1", "OWN-A"))
+    # 59 min 50 s after the first failure the window is still open: refused even with the right code
+    # (10 s of slack for the real seconds this test takes)
+    cache_clock.advance(3590)
+    assert "demasiados intentos" in client.post(reverse("portal:claim"), right).content.decode()
+    # a refusal while throttled does not extend the window: at the hour it is over
+    cache_clock.advance(10)
+    response = client.post(reverse("portal:claim"), right)
     assert response.status_code == 302
+    assert User.objects.get(username="nuevo@example.pr").owner_account.owner.owner_key == "OWN-A"
 
 
 @pytest.mark.django_db
@@ -222,8 +269,8 @@ def test_claim_checks_the_password_in_spanish_before_the_code(client, parcel_a):
 def test_access_code_contract_matches_billing_documents():
     from billing.documents import portal_access_code
 
-    assert portal_access_code("LAJ-A1", "OWN-A") == expected_code("LAJ-A1", "OWN-A")
-    assert re.fullmatch(r"[A-Z2-7]{5}-[A-Z2-7]{5}", portal_access_code("LAJ-A1", "OWN-A"))
+    for (parcel_id, owner_key), code in ACCESS_CODES.items():
+        assert portal_access_code(parcel_id, owner_key) == code, (parcel_id, owner_key)
 
 
 # --- Password reset ---------------------------------------------------------------------------
