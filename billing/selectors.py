@@ -14,7 +14,7 @@ from django.db.models import Q, QuerySet
 from parcels.models import Parcel
 
 from . import services
-from .models import Office, Payment, Receipt
+from .models import BooksCheck, Office, Payment, Receipt
 
 ZERO = Decimal("0.00")  # dollars
 SEARCH_LIMIT = 50
@@ -30,6 +30,11 @@ def parcel_search(*, query: str, limit: int = SEARCH_LIMIT) -> QuerySet[Parcel]:
     for word in words[:8]:
         condition &= Q(parcel_id__icontains=word) | Q(owner__name__icontains=word) | Q(owner__owner_key__iexact=word)
     return Parcel.objects.filter(condition).select_related("owner").order_by("parcel_id")[: limit + 1]
+
+
+def books_check_list() -> QuerySet[BooksCheck]:
+    """Every recorded check of the books, the latest first."""
+    return BooksCheck.objects.select_related("acting_user").order_by("-started_at", "-pk")
 
 
 def _decimal(value: Any) -> Decimal | None:
