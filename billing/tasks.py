@@ -12,9 +12,8 @@ lock keeps at most one of each waiting in the queue if the worker was down for a
 
 from __future__ import annotations
 
-import logging
-
 from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
 from django.core.mail import mail_admins
 from django.core.management import call_command
 from django.urls import reverse
@@ -23,14 +22,12 @@ from django.utils.formats import date_format
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 from procrastinate.contrib.django import app
+from procrastinate.tasks import Task
 
 from . import services
 from .models import BooksCheck
 
-logger = logging.getLogger(__name__)
 
-
-@app.periodic(cron=settings.BOOKS_CHECK_CRON, periodic_id="nightly")
 @app.task(name="billing.books_check", queueing_lock="billing.books_check")
 def books_check_nightly(timestamp: int) -> int:
     """Checks and records the books; e-mails ``ADMINS`` when they do not balance or the check
@@ -83,5 +80,17 @@ def backup_nightly(timestamp: int) -> None:
         raise
 
 
+def schedule(task: Task, *, setting: str) -> None:
+    """Registers ``task`` with procrastinate to run at the cron expression of ``setting``; one it
+    cannot read stops Django from starting (rather than the worker failing at night)."""
+    cron = getattr(settings, setting)
+    app.periodic(cron=cron, periodic_id="nightly")(task)
+    try:
+        app.periodic_registry.periodic_tasks[(task.name, "nightly")].croniter  # noqa: B018 (parses the expression)
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"{setting}={cron!r} is not a cron expression (minute hour day month weekday): {exc}") from None
+
+
+schedule(books_check_nightly, setting="BOOKS_CHECK_CRON")
 if settings.BACKUP_CRON:
-    app.periodic(cron=settings.BACKUP_CRON, periodic_id="nightly")(backup_nightly)
+    schedule(backup_nightly, setting="BACKUP_CRON")

@@ -198,13 +198,22 @@ def test_the_nightly_check_is_a_periodic_task_at_0230_in_puerto_rico():
     assert not settings.BACKUP_CRON and ("billing.backup", "nightly") not in periodic  # no BACKUP_CRON: no backups
 
 
-def test_the_schedules_come_from_the_environment():
-    """Another process with BOOKS_CHECK_CRON and BACKUP_CRON set registers both at those times."""
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "lajas_portal.settings_test", "BOOKS_CHECK_CRON": "15 7 * * *",
-           "BACKUP_CRON": "0 5 * * 0"}
+def periodic_tasks_of_a_process(**environ: str) -> subprocess.CompletedProcess:
+    """Django started in another process with ``environ``; prints its periodic tasks and crons."""
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "lajas_portal.settings_test", **environ}
     script = ("from procrastinate.contrib.django import app\n"
               "for (name, pid), task in sorted(app.periodic_registry.periodic_tasks.items()): print(name, pid, task.cron)")
-    shell = subprocess.run([sys.executable, "manage.py", "shell", "--no-imports", "-c", script], cwd=ROOT, env=env, capture_output=True,
-                           text=True, timeout=120, check=False)
+    return subprocess.run([sys.executable, "manage.py", "shell", "--no-imports", "-c", script], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=120, check=False)
+
+
+def test_the_schedules_come_from_the_environment():
+    shell = periodic_tasks_of_a_process(BOOKS_CHECK_CRON="15 7 * * *", BACKUP_CRON="0 5 * * 0")
     assert shell.returncode == 0, shell.stderr
     assert shell.stdout.splitlines() == ["billing.backup nightly 0 5 * * 0", "billing.books_check nightly 15 7 * * *"]
+
+
+def test_a_schedule_that_is_not_a_cron_expression_stops_the_start():
+    shell = periodic_tasks_of_a_process(BACKUP_CRON="every night")
+    assert shell.returncode != 0 and shell.stdout == ""
+    assert "ImproperlyConfigured: BACKUP_CRON='every night' is not a cron expression" in shell.stderr
