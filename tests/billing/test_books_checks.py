@@ -4,6 +4,7 @@ record, the e-mail to ``ADMINS`` when the books do not balance, and the page tha
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -20,6 +21,7 @@ from procrastinate.contrib.django import app
 
 from billing import books_views, services, tasks
 from billing.models import BooksCheck, LedgerEntry
+from parcels.management.commands import backup
 from tests.billing.conftest import district_1, staff  # noqa: F401
 from tests.commands import run_command
 from tests.test_books import build_books
@@ -217,3 +219,26 @@ def test_a_schedule_that_is_not_a_cron_expression_stops_the_start():
     shell = periodic_tasks_of_a_process(BACKUP_CRON="every night")
     assert shell.returncode != 0 and shell.stdout == ""
     assert "ImproperlyConfigured: BACKUP_CRON='every night' is not a cron expression" in shell.stderr
+
+
+@pytest.mark.django_db
+def test_the_backup_task_writes_a_backup_into_backup_dir(books_district, settings, tmp_path, mailoutbox):
+    settings.BACKUP_DIR = tmp_path / "backups"
+    tasks.backup_nightly(timestamp=NIGHT)
+    (dump,) = settings.BACKUP_DIR.glob("*.dump")
+    saved = dump.with_name(dump.name.removesuffix(".dump") + ".totals.json")
+    assert json.loads(saved.read_text())["totals"]["payments"] == "5 (45130.21)"
+    assert dump.with_name(dump.name.removesuffix(".dump") + ".media.tar.gz").exists()
+    assert mailoutbox == []
+
+
+@pytest.mark.django_db
+def test_a_failed_backup_task_mails_the_admins(settings, tmp_path, monkeypatch, mailoutbox):
+    settings.ADMINS = ADMINS
+    settings.BACKUP_DIR = tmp_path / "backups"
+    monkeypatch.setattr(backup, "tool_candidates", lambda name, major: [tmp_path / "missing" / name])  # no pg_dump
+    with pytest.raises(CommandError):
+        tasks.backup_nightly(timestamp=NIGHT)
+    assert [mail.subject for mail in mailoutbox] == ["[Riego Lajas] La copia de seguridad programada falló"]
+    assert mailoutbox[0].body.startswith("manage.py backup falló: no pg_dump of PostgreSQL ")
+    assert not settings.BACKUP_DIR.exists()
