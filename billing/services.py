@@ -551,10 +551,7 @@ def books_check_run(*, acting_user: Any, trigger: str, expected_totals: dict[str
 def _books_check_record(*, acting_user: Any, trigger: str, expected_totals: dict[str, str] | None, compared_with: str,
                         limit: int) -> BooksCheck:
     started_at = timezone.now()
-    findings = books.verify(limit=limit)
-    totals = books.control_totals()
-    if expected_totals is not None:
-        findings += books.totals_differences(expected_totals, totals)
+    findings, totals = books.check(limit=limit, expected_totals=expected_totals)
     check = BooksCheck(
         started_at=started_at, finished_at=timezone.now(), passed=not findings,
         findings=[{"check": finding.check, "message": finding.message} for finding in findings],

@@ -37,10 +37,7 @@ class Command(BaseCommand):
             if acting_user is None:
                 raise CommandError(f"unknown user {user!r}")
         if no_record:
-            findings = books.verify(limit=limit)
-            totals = books.control_totals()
-            if expected is not None:
-                findings += books.totals_differences(expected, totals)
+            findings, totals = books.check(limit=limit, expected_totals=expected)
         else:
             check = services.books_check_run(acting_user=acting_user, trigger=BooksCheck.Trigger.COMMAND,
                                              expected_totals=expected, compared_with=compare or "", limit=limit)
