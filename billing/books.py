@@ -606,6 +606,17 @@ def control_totals(*, using: str = "default") -> dict[str, str]:
     return totals
 
 
+def check(*, limit: int = DEFAULT_LIMIT, expected_totals: dict[str, str] | None = None,
+          using: str = "default") -> tuple[list[Finding], dict[str, str]]:
+    """``verify()``'s findings, plus (with ``expected_totals``) each control total that differs
+    from them, and the control totals. Read-only."""
+    findings = verify(using=using, limit=limit)
+    totals = control_totals(using=using)
+    if expected_totals is not None:
+        findings += totals_differences(expected_totals, totals)
+    return findings, totals
+
+
 def totals_differences(expected: dict[str, str], actual: dict[str, str]) -> list[Finding]:
     """Findings for each control total that differs between two copies of the books."""
     return [

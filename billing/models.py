@@ -15,6 +15,7 @@ Design:
   UPDATE and DELETE on charges, payments, voids, receipts and ledger rows.
 - ``Receipt`` numbers are unique per office and fiscal year of the payment date, with no gaps:
   a ``ReceiptSeries`` row is locked and advanced inside the payment's transaction.
+- ``BooksCheck`` records each run of the books' invariants (nightly task, ``verify_books``), append-only.
 """
 
 from __future__ import annotations
@@ -434,5 +435,37 @@ class IssuedDocument(models.Model):
                 | (Q(kind="certificate") & Q(certificate__isnull=False)),
                 name="document_points_at_its_source",
             ),
+        ]
+        triggers = APPEND_ONLY
+
+
+class BooksCheck(models.Model):
+    """One run of the books' invariants (``billing.books``): by the nightly task or by
+    ``manage.py verify_books``, with what differed and the control totals read in the same
+    snapshot. Append-only (a trigger refuses UPDATE and DELETE): the page for auditors shows the
+    runs as they were recorded."""
+
+    class Trigger(models.TextChoices):
+        NIGHTLY = "nightly", _("Tarea nocturna")
+        COMMAND = "command", _("Comando verify_books")
+
+    started_at = models.DateTimeField()
+    finished_at = models.DateTimeField()
+    passed = models.BooleanField()
+    # [{"check": "ledger", "message": "..."}], in the order billing.books found them
+    findings = models.JSONField(default=list, blank=True)
+    # [[name, value], ...] in control_totals()'s order (jsonb would not keep an object's key order)
+    totals = models.JSONField(default=list, blank=True)
+    compared_with = models.CharField(max_length=255, blank=True)  # verify_books --compare FILE: its name
+    trigger = models.CharField(max_length=10, choices=Trigger.choices)
+    acting_user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+")
+
+    class Meta:
+        ordering = ["-started_at", "-pk"]
+        indexes = [models.Index(fields=["-started_at", "-id"], name="bookscheck_latest_first")]
+        constraints = [
+            models.CheckConstraint(condition=Q(passed=True, findings=[]) | (Q(passed=False) & ~Q(findings=[])),
+                                   name="bookscheck_passed_iff_no_findings"),
+            models.CheckConstraint(condition=Q(finished_at__gte=models.F("started_at")), name="bookscheck_finished_after_start"),
         ]
         triggers = APPEND_ONLY

@@ -15,7 +15,7 @@ from parcels import search
 from parcels.models import Parcel
 
 from . import services
-from .models import Office, Payment, Receipt
+from .models import BooksCheck, Office, Payment, Receipt
 
 ZERO = Decimal("0.00")  # dollars
 SEARCH_LIMIT = 50
@@ -28,6 +28,11 @@ def parcel_search(*, query: str, limit: int = SEARCH_LIMIT) -> QuerySet[Parcel]:
     if not search.words(query):
         return Parcel.objects.none()
     return search.parcels_matching(Parcel.objects.all(), query).select_related("owner").order_by("parcel_id")[: limit + 1]
+
+
+def books_check_list() -> QuerySet[BooksCheck]:
+    """Every recorded check of the books, the latest first."""
+    return BooksCheck.objects.select_related("acting_user").order_by("-started_at", "-pk")
 
 
 def _decimal(value: Any) -> Decimal | None:

@@ -1,6 +1,6 @@
 """Write paths of billing and collection, one atomic service per action, recording the acting
 user: ``installments_issue`` (at roll finalization), ``payment_record`` (the counter),
-``payment_void``, ``refund_issue``. Reads that replay an account (``account_state``,
+``payment_void``, ``refund_issue``, ``books_check_run`` (a recorded check of the books). Reads that replay an account (``account_state``,
 ``statement``) use the pure rules in ``billing.rules``."""
 
 from __future__ import annotations
@@ -23,8 +23,9 @@ from levy.rules import CENT, fiscal_year_label, round_cents
 from parcels.models import Parcel
 from parcels.roles import COLLECTOR, HACIENDA, SUPERVISOR, has_role
 
-from . import rules
+from . import books, rules
 from .models import (
+    BooksCheck,
     Charge,
     CollectorAssignment,
     DayClose,
@@ -524,6 +525,41 @@ def _fiscal_year(day: date) -> FiscalYear:
     label = fiscal_year_of(day)
     year, _created = FiscalYear.objects.get_or_create(label=label, defaults={"start": date(int(label[:4]), 7, 1)})
     return year
+
+
+# --- The books' check (billing.books), recorded --------------------------------------------------
+
+
+def books_check_run(*, acting_user: Any, trigger: str, expected_totals: dict[str, str] | None = None,
+                    compared_with: str = "", limit: int = books.DEFAULT_LIMIT) -> BooksCheck:
+    """Checks the books and records the run (``BooksCheck``): its findings (and, with
+    ``expected_totals``, each control total that differs from them) and the control totals, all
+    read in one REPEATABLE READ snapshot with the record written in the same transaction."""
+    if connection.in_atomic_block:  # inside a caller's transaction (a test): its snapshot rules
+        return _books_check_record(acting_user=acting_user, trigger=trigger, expected_totals=expected_totals,
+                                   compared_with=compared_with, limit=limit)
+    connection.ensure_connection()
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        return _books_check_record(acting_user=acting_user, trigger=trigger, expected_totals=expected_totals,
+                                   compared_with=compared_with, limit=limit)
+
+
+@transaction.atomic
+def _books_check_record(*, acting_user: Any, trigger: str, expected_totals: dict[str, str] | None, compared_with: str,
+                        limit: int) -> BooksCheck:
+    started_at = timezone.now()
+    findings, totals = books.check(limit=limit, expected_totals=expected_totals)
+    check = BooksCheck(
+        started_at=started_at, finished_at=timezone.now(), passed=not findings,
+        findings=[{"check": finding.check, "message": finding.message} for finding in findings],
+        totals=[[name, value] for name, value in totals.items()], compared_with=compared_with[:255], trigger=trigger,
+        acting_user=acting_user,
+    )
+    check.full_clean()
+    check.save()
+    return check
 
 
 # --- Numbered documents: debt certificates, seizure notices -------------------------------------

@@ -8,6 +8,7 @@ wheel) with its data under ``.pgdata/`` in the repository, so a fresh machine ne
 """
 
 import os
+from email.utils import getaddresses
 from pathlib import Path
 
 import dj_database_url
@@ -41,6 +42,16 @@ def envlist(name: str, default: str = "") -> list[str]:
     return [item.strip() for item in env(name, default).split(",") if item.strip()]
 
 
+def envaddresses(name: str) -> list[tuple[str, str]]:
+    """``Name <a@b.pr>, Other <c@d.pr>`` (or bare addresses) as Django's ``[(name, address)]``."""
+    value = env(name)
+    addresses = getaddresses([value]) if value.strip() else []
+    wrong = [address for _name, address in addresses if "@" not in address]
+    if wrong:
+        raise ImproperlyConfigured(f"{name} must be addresses like 'Name <a@b.pr>, c@d.pr'; not an address: {wrong}")
+    return addresses
+
+
 DEBUG = envbool("DEBUG")
 SECRET_KEY = envsecret("SECRET_KEY")
 if not SECRET_KEY:
@@ -69,6 +80,7 @@ INSTALLED_APPS = [
     "django_otp",
     "django_otp.plugins.otp_totp",
     "django_otp.plugins.otp_static",
+    "procrastinate.contrib.django",
     "parcels",
     "levy",
     "billing",
@@ -259,6 +271,15 @@ EMAIL_HOST_USER = env("EMAIL_HOST_USER")
 EMAIL_HOST_PASSWORD = envsecret("EMAIL_HOST_PASSWORD")
 EMAIL_USE_TLS = envbool("EMAIL_USE_TLS")
 DEFAULT_FROM_EMAIL = env("DEFAULT_FROM_EMAIL", "noreply@riego-lajas.pr.gov")
+# Who hears of a failed nightly books check or backup (and of server errors): "Name <a@b.pr>, ...".
+ADMINS = envaddresses("ADMINS")
+SERVER_EMAIL = env("SERVER_EMAIL", DEFAULT_FROM_EMAIL)  # the sender of those emails
+EMAIL_SUBJECT_PREFIX = "[Riego Lajas] "
+
+# Periodic tasks (billing/tasks.py), run by the procrastinate worker. Cron fields are read in UTC;
+# Puerto Rico is UTC−4 all year, so 30 6 * * * is 02:30 local time. No BACKUP_CRON: no scheduled backup.
+BOOKS_CHECK_CRON = env("BOOKS_CHECK_CRON", "30 6 * * *")
+BACKUP_CRON = env("BACKUP_CRON").strip()
 
 # Demo data (seed_demo) is for development only.
 DEMO_DATA_ALLOWED = DEBUG or envbool("DEMO_DATA_ALLOWED")

@@ -165,6 +165,7 @@ MATRIX: dict[str, Route] = {
     "parcels:job-status": Route(get={**dict.fromkeys(PRINCIPALS, 404), ANONYMOUS: LOGIN, "hacienda": 200},
                                 targets=lambda w: pk(w.extra["compute_job"])),
     "parcels:audit": Route(get=by_role(STAFF)),
+    "books:checks": Route(get=by_role(STAFF)),  # every staff role reads the recorded checks of the books
     # --- the levy -------------------------------------------------------------------------------------
     "levy:year-list": Route(get=by_role({"authority", "hacienda", "auditor"})),
     "levy:year-start": Route(get=by_role(AUTHORITY, ok=302)),

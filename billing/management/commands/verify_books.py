@@ -1,13 +1,16 @@
-"""``manage.py verify_books``: the books' invariants (``billing.books``) and their control totals."""
+"""``manage.py verify_books``: the books' invariants (``billing.books``) and their control totals,
+recorded as a ``BooksCheck`` (shown on ``/auditoria/libros/``) unless ``--no-record``."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
+from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from billing import books
+from billing import books, services
+from billing.models import BooksCheck
 
 
 class Command(BaseCommand):
@@ -21,13 +24,25 @@ class Command(BaseCommand):
         parser.add_argument("--compare", metavar="FILE",
                             help="control totals to match: the .totals.json a backup wrote, or verify_books --format json output")
         parser.add_argument("--limit", type=int, default=books.DEFAULT_LIMIT, help="findings listed per check")
+        parser.add_argument("--user", help="username recorded as who ran the check (default: nobody)")
+        parser.add_argument("--no-record", action="store_true",
+                            help="write nothing: e.g. a restored copy checked against its backup stays as restored")
 
-    def handle(self, *args, format: str, compare: str | None, limit: int, **options) -> None:
+    def handle(self, *args, format: str, compare: str | None, limit: int, user: str | None, no_record: bool,
+               **options) -> None:
         expected = self.expected_totals(compare) if compare else None
-        findings = books.verify(limit=limit)
-        totals = books.control_totals()
-        if expected is not None:
-            findings += books.totals_differences(expected, totals)
+        acting_user = None
+        if user:
+            acting_user = get_user_model().objects.filter(username=user).first()
+            if acting_user is None:
+                raise CommandError(f"unknown user {user!r}")
+        if no_record:
+            findings, totals = books.check(limit=limit, expected_totals=expected)
+        else:
+            check = services.books_check_run(acting_user=acting_user, trigger=BooksCheck.Trigger.COMMAND,
+                                             expected_totals=expected, compared_with=compare or "", limit=limit)
+            findings = [books.Finding(finding["check"], finding["message"]) for finding in check.findings]
+            totals = dict(check.totals)
         if format == "json":
             self.stdout.write(json.dumps({"ok": not findings, "findings": [str(f) for f in findings], "totals": totals},
                                          indent=2, ensure_ascii=False))
