@@ -16,6 +16,7 @@ from datetime import date
 from decimal import Decimal, InvalidOperation
 
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 REQUIRED_COLUMNS = (
     "parcel_id",
@@ -38,7 +39,7 @@ INCLUSIONS = {
 OWNER_KINDS = {"private": "private", "privado": "private", "public": "public", "publico": "public"}
 MAX_ACRES = Decimal("99999999.9999")
 # Other separators a spreadsheet may write between columns: Excel in Spanish writes ";".
-OTHER_DELIMITERS = {";": "punto y coma (;)", "\t": "tabulador"}
+OTHER_DELIMITERS = {";": gettext_lazy("punto y coma (;)"), "\t": gettext_lazy("tabulador")}
 DECIMAL_COMMA = re.compile(r"^[+-]?\d*,\d+$")
 
 

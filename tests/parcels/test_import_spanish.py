@@ -9,6 +9,7 @@ from decimal import Decimal
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
+from django.utils import translation
 
 from parcels.models import ImportUpload, Owner, Parcel
 from parcels.services import PREVIEW_LIMIT, parcels_import
@@ -53,6 +54,8 @@ def test_a_semicolon_file_gets_one_hint_and_writes_nothing():
     error = result.errors[0]
     assert error.line == 1 and "punto y coma (;)" in error.message and "punto decimal" in error.message
     assert snapshot() == before
+    with translation.override("en"):
+        assert "separated by semicolons (;), not by commas" in run(semicolons).errors[0].message
 
 
 @pytest.mark.django_db
