@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import csv
 import io
+import re
+import unicodedata
 from dataclasses import dataclass
 from datetime import date
 from decimal import Decimal, InvalidOperation
 
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 REQUIRED_COLUMNS = (
     "parcel_id",
@@ -27,9 +30,17 @@ REQUIRED_COLUMNS = (
     "credit_percent",
 )
 OPTIONAL_COLUMNS = ("owner_id", "owner_address")
-INCLUSIONS = ("trial", "permanent", "excluded")
-OWNER_KINDS = ("private", "public")
+# Every spelling a cell may use, after ``_folded`` (case, accents and spaces ignored) → the stored value.
+INCLUSIONS = {
+    "permanent": "permanent", "permanente": "permanent",
+    "trial": "trial", "prueba": "trial",
+    "excluded": "excluded", "excluido": "excluded",
+}
+OWNER_KINDS = {"private": "private", "privado": "private", "public": "public", "publico": "public"}
 MAX_ACRES = Decimal("99999999.9999")
+# Other separators a spreadsheet may write between columns: Excel in Spanish writes ";".
+OTHER_DELIMITERS = {";": gettext_lazy("punto y coma (;)"), "\t": gettext_lazy("tabulador")}
+DECIMAL_COMMA = re.compile(r"^[+-]?\d*,\d+$")
 
 
 @dataclass(frozen=True)
@@ -76,11 +87,34 @@ def _decode(data: bytes) -> tuple[str | None, ImportError_ | None]:
         return None, ImportError_(line, "", _("el archivo no es UTF-8 (byte inválido en la posición %(pos)s)") % {"pos": exc.start})
 
 
-def _acres(value: str, column: str, line: int, errors: list[ImportError_]) -> Decimal | None:
+def _folded(value: str) -> str:
+    """``" Público "`` → ``"publico"``: what an enumerated cell is compared as."""
+    decomposed = unicodedata.normalize("NFKD", value)
+    return " ".join("".join(c for c in decomposed if not unicodedata.combining(c)).casefold().split())
+
+
+def _number(value: str, column: str, line: int, errors: list[ImportError_]) -> Decimal | None:
+    """A number written with a decimal point; a decimal comma (``12,5``) is refused, never read as 125 or 12."""
+    value = value.strip()
+    if DECIMAL_COMMA.match(value):
+        if len(value) - value.index(",") - 1 == 3:  # 1,250: a thousands separator or three decimals?
+            message = _("«%(v)s» es ambiguo: escriba %(whole)s o %(point)s (punto decimal, sin separador de miles)")
+        else:
+            message = _("«%(v)s» tiene coma decimal: use punto decimal: %(point)s")
+        errors.append(ImportError_(line, column, message % {
+            "v": value, "point": value.replace(",", "."), "whole": value.replace(",", ""),
+        }))
+        return None
     try:
-        amount = Decimal(value.strip())
+        return Decimal(value)
     except InvalidOperation:
-        errors.append(ImportError_(line, column, _("número inválido «%(v)s» (use punto decimal)") % {"v": value}))
+        errors.append(ImportError_(line, column, _("número inválido «%(v)s» (use punto decimal y sin separador de miles: 1250.5)") % {"v": value}))
+        return None
+
+
+def _acres(value: str, column: str, line: int, errors: list[ImportError_]) -> Decimal | None:
+    amount = _number(value, column, line, errors)
+    if amount is None:
         return None
     if not amount.is_finite():
         errors.append(ImportError_(line, column, _("número inválido «%(v)s»") % {"v": value}))
@@ -92,6 +126,44 @@ def _acres(value: str, column: str, line: int, errors: list[ImportError_]) -> De
         errors.append(ImportError_(line, column, _("a lo sumo 4 decimales y 99,999,999.9999 acres")))
         return None
     return amount
+
+
+def _other_delimiter(text: str, header: list[str]) -> str:
+    """The separator of a file whose header names our columns with ``;`` or a tab between them, or "".
+
+    Such a file is refused, not read: it comes from a spreadsheet set to Spanish (or most of
+    Europe), whose numbers are written ``12,5`` and may carry ``.`` between thousands (``1.250``
+    for one thousand two hundred fifty); reading it would mean guessing what every point means."""
+    known = set(REQUIRED_COLUMNS + OPTIONAL_COLUMNS)
+    if len(known.intersection(header)) > 1:
+        return ""
+    first_line = text.splitlines()[0] if text else ""
+    for delimiter in OTHER_DELIMITERS:
+        names = {name.strip().strip('"').lower() for name in first_line.split(delimiter)}
+        if len(known & names) > 1:
+            return delimiter
+    return ""
+
+
+TEMPLATE_ROWS = (
+    ("EJEMPLO-0001", "", "Carmen Irizarry", "carmen@example.pr", "privado", "HC 1 Box 123, Lajas PR 00667",
+     "10.5", "0", "permanente", "2015-07-01", "0"),
+    ("EJEMPLO-0002", "", "Municipio de Lajas", "", "público", "", "0", "25.25", "prueba", "", "12.5"),
+)
+TEMPLATE_COLUMNS = (
+    "parcel_id", "owner_id", "owner_name", "owner_email", "owner_kind", "owner_address",
+    "gravity_acres", "pumped_acres", "inclusion", "water_since", "credit_percent",
+)
+
+
+def template_csv() -> bytes:
+    """The file to start from: every column and two example rows, UTF-8 with a BOM so that Excel
+    shows the accents right (``parse_parcel_csv`` skips the BOM)."""
+    out = io.StringIO(newline="")
+    writer = csv.writer(out, lineterminator="\r\n")
+    writer.writerow(TEMPLATE_COLUMNS)
+    writer.writerows(TEMPLATE_ROWS)
+    return out.getvalue().encode("utf-8-sig")
 
 
 def parse_parcel_csv(data: bytes) -> ParsedFile:
@@ -108,6 +180,12 @@ def parse_parcel_csv(data: bytes) -> ParsedFile:
     except csv.Error as exc:
         return ParsedFile((), (ImportError_(1, "", str(exc)),))
     header = [name.strip().lower() for name in header]
+    delimiter = _other_delimiter(text, header)
+    if delimiter:
+        return ParsedFile((), (ImportError_(1, "", _(
+            "las columnas están separadas por %(d)s, no por comas (Excel en español lo hace así): guarde el archivo "
+            "con comas entre columnas y punto decimal, como la plantilla"
+        ) % {"d": OTHER_DELIMITERS[delimiter]}),))
     errors: list[ImportError_] = []
     for column in REQUIRED_COLUMNS:
         if column not in header:
@@ -131,7 +209,10 @@ def parse_parcel_csv(data: bytes) -> ParsedFile:
             if not any(cell.strip() for cell in record):
                 continue
             if len(record) != len(header):
-                errors.append(ImportError_(line, "", _("tiene %(n)s columnas; el encabezado tiene %(h)s") % {"n": len(record), "h": len(header)}))
+                message = _("tiene %(n)s columnas; el encabezado tiene %(h)s") % {"n": len(record), "h": len(header)}
+                if len(record) > len(header):
+                    message += _(" (¿una coma decimal? use punto decimal: 12.5; un texto con comas va entre comillas)")
+                errors.append(ImportError_(line, "", message))
                 continue
             cell = {name: record[position].strip() for name, position in index.items()}
             row_errors: list[ImportError_] = []
@@ -153,9 +234,9 @@ def parse_parcel_csv(data: bytes) -> ParsedFile:
             email = cell["owner_email"]
             if email and ("@" not in email or " " in email or len(email) > 254):
                 row_errors.append(ImportError_(line, "owner_email", _("correo electrónico inválido «%(v)s»") % {"v": email}))
-            kind = cell["owner_kind"].lower()
-            if kind not in OWNER_KINDS:
-                row_errors.append(ImportError_(line, "owner_kind", _("tipo de dueño desconocido «%(v)s» (private o public)") % {"v": cell["owner_kind"]}))
+            kind = OWNER_KINDS.get(_folded(cell["owner_kind"]), "")
+            if not kind:
+                row_errors.append(ImportError_(line, "owner_kind", _("tipo de dueño desconocido «%(v)s» (privado o público)") % {"v": cell["owner_kind"]}))
             owner_id = cell.get("owner_id", "")
             if len(owner_id) > 40:
                 row_errors.append(ImportError_(line, "owner_id", _("más de 40 caracteres")))
@@ -165,9 +246,9 @@ def parse_parcel_csv(data: bytes) -> ParsedFile:
             if gravity is not None and pumped is not None and gravity == 0 and pumped == 0:
                 row_errors.append(ImportError_(line, "gravity_acres", _("los acres por gravedad y por bombeo no pueden ser ambos cero")))
 
-            inclusion = cell["inclusion"].lower()
-            if inclusion not in INCLUSIONS:
-                row_errors.append(ImportError_(line, "inclusion", _("inclusión desconocida «%(v)s» (trial, permanent o excluded)") % {"v": cell["inclusion"]}))
+            inclusion = INCLUSIONS.get(_folded(cell["inclusion"]), "")
+            if not inclusion:
+                row_errors.append(ImportError_(line, "inclusion", _("inclusión desconocida «%(v)s» (permanente, prueba o excluido)") % {"v": cell["inclusion"]}))
 
             water_since = None
             if cell["water_since"]:
@@ -179,14 +260,10 @@ def parse_parcel_csv(data: bytes) -> ParsedFile:
                     row_errors.append(ImportError_(line, "water_since", _("fecha inválida «%(v)s» (AAAA-MM-DD)") % {"v": cell["water_since"]}))
                     water_since = None
 
-            credit = Decimal("0")
-            try:
-                credit = Decimal(cell["credit_percent"] or "0")
-                if not credit.is_finite() or credit < 0 or credit > 100:
-                    raise ValueError
-                if credit.as_tuple().exponent < -2:  # type: ignore[operator]
-                    raise ValueError
-            except (InvalidOperation, ValueError):
+            credit = _number(cell["credit_percent"] or "0", "credit_percent", line, row_errors)
+            if credit is not None and (
+                not credit.is_finite() or credit < 0 or credit > 100 or credit.as_tuple().exponent < -2  # type: ignore[operator]
+            ):
                 row_errors.append(ImportError_(line, "credit_percent", _("crédito fuera de 0–100 o con más de 2 decimales «%(v)s»") % {"v": cell["credit_percent"]}))
 
             if row_errors:
@@ -205,7 +282,7 @@ def parse_parcel_csv(data: bytes) -> ParsedFile:
                     pumped_acres=pumped,  # type: ignore[arg-type]
                     inclusion=inclusion,
                     water_since=water_since,
-                    credit_percent=credit,
+                    credit_percent=credit,  # type: ignore[arg-type]
                 )
             )
     except csv.Error as exc:

@@ -145,12 +145,20 @@ OWNER_COLUMNS = ("name", "email", "kind", "mailing_address")
 PARCEL_COLUMNS = ("gravity_acres", "pumped_acres", "inclusion", "water_since", "credit_percent")
 
 
+PREVIEW_LIMIT = 500  # rows of each list the stored preview keeps; the counts are always whole
+ACRES = Decimal("0.0001")
+PERCENT = Decimal("0.01")
+
+
 @dataclass
 class ImportPlan:
-    """What an import would do: counts, samples for the preview, and the rows to write.
+    """What an import would do: counts, the first rows of each kind for the preview, and the rows to write.
 
     Existing rows are compared as plain tuples (no model instances): the path handles 100,000
-    parcels, and the writes go through COPY (``parcels.bulk``)."""
+    parcels, and the writes go through COPY (``parcels.bulk``). The preview lists
+    (``created_rows``, ``changes``, ``owner_changes``) hold at most ``PREVIEW_LIMIT`` entries each,
+    so the summary stored on an upload stays small; values are strings as the database will hold
+    them, fields by their column name (the page translates them)."""
 
     created: int = 0
     updated: int = 0
@@ -158,7 +166,9 @@ class ImportPlan:
     owners_created: int = 0
     owners_updated: int = 0
     errors: list[ImportError_] = field(default_factory=list)
-    samples: dict[str, list[str]] = field(default_factory=lambda: {"created": [], "updated": [], "unchanged": []})
+    created_rows: list[dict[str, str]] = field(default_factory=list)
+    changes: list[dict[str, Any]] = field(default_factory=list)  # {"parcel_id", "fields": [[field, old, new], …]}
+    owner_changes: list[dict[str, Any]] = field(default_factory=list)  # {"owner_key", "name", "fields": […]}
     new_owners: dict[str, tuple] = field(default_factory=dict, repr=False)  # provisional key → owner values
     changed_owners: dict[int, tuple] = field(default_factory=dict, repr=False)  # owner pk → owner values
     new_parcels: list[tuple[ParcelRow, str]] = field(default_factory=list, repr=False)  # (row, owner ref)
@@ -168,12 +178,33 @@ class ImportPlan:
         return {
             "created": self.created, "updated": self.updated, "unchanged": self.unchanged,
             "owners_created": self.owners_created, "owners_updated": self.owners_updated,
-            "samples": self.samples,
+            "created_rows": self.created_rows, "changes": self.changes, "owner_changes": self.owner_changes,
+            "preview_limit": PREVIEW_LIMIT,
         }
 
-    def sample(self, what: str, parcel_id: str) -> None:
-        if len(self.samples[what]) < 20:
-            self.samples[what].append(parcel_id)
+
+def _shown(value: Any, places: Decimal | None = None) -> str:
+    """A value as the preview shows it: decimals at the places the database keeps, dates ISO, None empty."""
+    if value is None:
+        return ""
+    if isinstance(value, Decimal) and places is not None:
+        return str(value.quantize(places))
+    if isinstance(value, date):
+        return value.isoformat()
+    return str(value)
+
+
+def _parcel_shown(values: tuple) -> tuple[str, ...]:
+    gravity, pumped, inclusion, water_since, credit = values
+    return (_shown(gravity, ACRES), _shown(pumped, ACRES), inclusion, _shown(water_since), _shown(credit, PERCENT))
+
+
+def _owner_label(name: str, key: str) -> str:
+    return f"{name} ({key})" if key else name
+
+
+def _differences(columns: tuple[str, ...], before: tuple, after: tuple) -> list[list[str]]:
+    return [[name, old, new] for name, old, new in zip(columns, before, after, strict=True) if old != new]
 
 
 def _owner_values(row: ParcelRow, current_address: str) -> tuple:
@@ -208,11 +239,13 @@ def import_plan(rows: tuple[ParcelRow, ...]) -> ImportPlan:
             existing[values[0]] = values[1:]
     owner_ids = {value[1] for value in existing.values()}
     owners_by_pk: dict[int, tuple] = {}
+    owner_key_by_pk: dict[int, str] = {}
     owner_pk_by_key: dict[str, int] = {}
     for pk, key, *values in Owner.objects.filter(Q(pk__in=owner_ids) | Q(owner_key__in=list(first_by_key))).values_list(
         "pk", "owner_key", *OWNER_COLUMNS
     ):
         owners_by_pk[pk] = tuple(values)
+        owner_key_by_pk[pk] = key
         owner_pk_by_key[key] = pk
 
     for row in rows:
@@ -233,24 +266,39 @@ def import_plan(rows: tuple[ParcelRow, ...]) -> ImportPlan:
             if after != before and owner_pk not in plan.changed_owners:
                 plan.changed_owners[owner_pk] = after
                 plan.owners_updated += 1
+                if len(plan.owner_changes) < PREVIEW_LIMIT:
+                    plan.owner_changes.append({
+                        "owner_key": owner_key_by_pk[owner_pk], "name": before[0],
+                        "fields": _differences(OWNER_COLUMNS, before, after),
+                    })
         elif owner_ref not in plan.new_owners:
             plan.new_owners[owner_ref] = _owner_values(row, "")
             plan.owners_created += 1
 
+        new_values = (row.gravity_acres, row.pumped_acres, row.inclusion, row.water_since, row.credit_percent)
         if current is None:
             plan.created += 1
             plan.new_parcels.append((row, owner_ref))
-            plan.sample("created", row.parcel_id)
+            if len(plan.created_rows) < PREVIEW_LIMIT:
+                plan.created_rows.append({
+                    "parcel_id": row.parcel_id, "owner": _owner_label(row.owner_name, row.owner_id), "owner_kind": row.owner_kind,
+                    **dict(zip(PARCEL_COLUMNS, _parcel_shown(new_values), strict=True)),
+                })
             continue
         pk, owner_pk, *values = current
         same_owner = owner_ref == f"pk:{owner_pk}"
-        if tuple(values) == (row.gravity_acres, row.pumped_acres, row.inclusion, row.water_since, row.credit_percent) and same_owner:
+        if tuple(values) == new_values and same_owner:
             plan.unchanged += 1
-            plan.sample("unchanged", row.parcel_id)
-        else:
-            plan.updated += 1
-            plan.changed_parcels.append((pk, row, owner_ref))
-            plan.sample("updated", row.parcel_id)
+            continue
+        plan.updated += 1
+        plan.changed_parcels.append((pk, row, owner_ref))
+        if len(plan.changes) < PREVIEW_LIMIT:
+            fields = _differences(PARCEL_COLUMNS, _parcel_shown(tuple(values)), _parcel_shown(new_values))
+            if not same_owner:
+                new_key = owner_key_by_pk[int(owner_ref[3:])] if owner_ref.startswith("pk:") else row.owner_id
+                fields.append(["owner", _owner_label(owners_by_pk[owner_pk][0], owner_key_by_pk[owner_pk]),
+                               _owner_label(row.owner_name, new_key)])
+            plan.changes.append({"parcel_id": row.parcel_id, "fields": fields})
     return plan
 
 

@@ -14,6 +14,7 @@ urlpatterns = [
     path("duenos/<int:pk>/", views.owner_detail, name="owner-detail"),
     path("duenos/<int:pk>/editar/", views.owner_edit, name="owner-edit"),
     path("importar/", views.import_upload, name="import-upload"),
+    path("importar/plantilla.csv", views.import_template, name="import-template"),
     path("importar/<int:pk>/", views.import_detail, name="import-detail"),
     path("importar/<int:pk>/confirmar/", views.import_confirm, name="import-confirm"),
     path("trabajos/<int:pk>/", views.job_status, name="job-status"),

@@ -18,6 +18,7 @@ from django.views.decorators.http import require_POST
 from . import selectors, services
 from .access import get_parcel_for_user, owner_ids_for_user
 from .forms import ImportUploadForm, OwnerForm, ParcelForm, TransferForm
+from .imports import template_csv
 from .models import AccessEvent, ImportUpload, Job, Owner, Parcel
 from .roles import AUDITOR, AUTHORITY, COLLECTOR, HACIENDA, LANDOWNER, STAFF_ROLES, SUPERVISOR, has_role, role_required
 from .search import owners_matching
@@ -201,9 +202,53 @@ def import_upload(request: HttpRequest) -> HttpResponse:
 
 
 @role_required(AUTHORITY)
+def import_template(request: HttpRequest) -> HttpResponse:
+    response = HttpResponse(template_csv(), content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = 'attachment; filename="plantilla_predios.csv"'
+    return response
+
+
+IMPORT_FIELD_LABELS = {
+    "gravity_acres": Parcel._meta.get_field("gravity_acres").verbose_name,
+    "pumped_acres": Parcel._meta.get_field("pumped_acres").verbose_name,
+    "inclusion": Parcel._meta.get_field("inclusion").verbose_name,
+    "water_since": Parcel._meta.get_field("water_since").verbose_name,
+    "credit_percent": Parcel._meta.get_field("credit_percent").verbose_name,
+    "owner": Parcel._meta.get_field("owner").verbose_name,
+    "name": Owner._meta.get_field("name").verbose_name,
+    "email": Owner._meta.get_field("email").verbose_name,
+    "kind": Owner._meta.get_field("kind").verbose_name,
+    "mailing_address": Owner._meta.get_field("mailing_address").verbose_name,
+}
+IMPORT_VALUE_LABELS = {"inclusion": dict(Parcel.Inclusion.choices), "kind": dict(Owner.Kind.choices)}
+
+
+def _import_changes(entries: list[dict]) -> list[dict]:
+    """The stored ``[[field, old, new], …]`` of each entry with the field's label and coded values in words."""
+    def words(name: str, value: str) -> str:
+        return str(IMPORT_VALUE_LABELS.get(name, {}).get(value, value))
+
+    return [
+        {**entry, "fields": [{"label": IMPORT_FIELD_LABELS.get(name, name), "old": words(name, old), "new": words(name, new)}
+                             for name, old, new in entry["fields"]]}
+        for entry in entries
+    ]
+
+
+@role_required(AUTHORITY)
 def import_detail(request: HttpRequest, pk: int) -> HttpResponse:
     upload = get_object_or_404(ImportUpload.objects.select_related("job"), pk=pk)
-    return render(request, "parcels/import_detail.html", {"upload": upload, "job": upload.job})
+    summary = upload.summary or {}
+    created_rows = [
+        {**row, "inclusion": IMPORT_VALUE_LABELS["inclusion"].get(row["inclusion"], row["inclusion"]),
+         "owner_kind": IMPORT_VALUE_LABELS["kind"].get(row["owner_kind"], row["owner_kind"])}
+        for row in summary.get("created_rows", [])
+    ]
+    return render(request, "parcels/import_detail.html", {
+        "upload": upload, "job": upload.job, "created_rows": created_rows,
+        "changes": _import_changes(summary.get("changes", [])),
+        "owner_changes": _import_changes(summary.get("owner_changes", [])),
+    })
 
 
 @require_POST

@@ -159,6 +159,7 @@ MATRIX: dict[str, Route] = {
                                 post_data=lambda w: {"name": "Otro Nombre", "kind": "private"}),
     "parcels:import-upload": Route(get=by_role(AUTHORITY), post_roles=AUTHORITY,
                                    post_data=lambda w: {"file": valid_import_csv("SEC-NEW-3")}),
+    "parcels:import-template": Route(get=by_role(AUTHORITY)),
     "parcels:import-detail": Route(get=by_role(AUTHORITY), targets=lambda w: pk(w.extra["upload"])),
     "parcels:import-confirm": Route(get=post_only(AUTHORITY), targets=lambda w: pk(w.extra["upload"]), post_roles=AUTHORITY),
     # a job's progress is for the user who started it (here a Hacienda officer), 404 for anyone else

@@ -10,7 +10,9 @@ class Command(BaseCommand):
     help = (
         "Imports parcels from a UTF-8 CSV (upsert by parcel_id, all or nothing). "
         "Columns: parcel_id, owner_name, owner_email, owner_kind, gravity_acres, pumped_acres, "
-        "inclusion, water_since, credit_percent [, owner_id, owner_address]."
+        "inclusion, water_since, credit_percent [, owner_id, owner_address]. Values in Spanish or English "
+        "(permanente/permanent, prueba/trial, excluido/excluded; privado/private, público/public); "
+        "decimals with a point."
     )
 
     def add_arguments(self, parser):
