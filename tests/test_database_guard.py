@@ -1,0 +1,218 @@
+"""What PostgreSQL refuses whoever asks (parcels.database): no TRUNCATE of an append-only or issued
+table, not even by a superuser nor through another table's CASCADE; and the application's own
+role, set up by the same ``app_role_grant`` production runs after its migrations, does its ordinary
+work but cannot TRUNCATE, ALTER, DROP, disable triggers, create tables or leave the triggers off."""
+
+from __future__ import annotations
+
+import os
+import secrets
+from datetime import date
+from decimal import Decimal
+
+import psycopg
+import pytest
+from django.db import connection, transaction
+from django.db.utils import DatabaseError
+
+from billing import services
+from billing.models import Office
+from parcels.database import RoleError, app_role_grant
+from parcels.models import Parcel
+from parcels.services import owner_create, parcel_transfer
+from tests.billing import conftest as billing_fixtures
+from tests.commands import run_command
+from tests.test_books import build_books
+
+district_1 = billing_fixtures.district_1
+staff = billing_fixtures.staff
+
+# Every table with the BEFORE TRUNCATE guard (parcels.database.NO_TRUNCATE).
+GUARDED = {
+    # levy: dated legal parameters, certified estimates, final levies and roll lines, corrections
+    "levy_legalparameterset", "levy_estimate", "levy_levy", "levy_rollline", "levy_rollcorrection",
+    # billing: the books and every issued document, with their gapless number series
+    "billing_charge", "billing_payment", "billing_paymentvoid", "billing_refund", "billing_receipt",
+    "billing_ledgerentry", "billing_dayclose", "billing_debtcertificate", "billing_seizurestep", "billing_bill",
+    "billing_issueddocument", "billing_receiptseries", "billing_documentseries",
+    # parcels: the registry's change history
+    "parcels_ownerevent", "parcels_parcelevent", "parcels_ownershiptransferevent",
+}
+
+
+def table_counts() -> dict[str, int]:
+    """Rows of every table of the schema, counted in one statement."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT tablename FROM pg_tables WHERE schemaname = current_schema() ORDER BY tablename"
+        )
+        names = [name for (name,) in cursor.fetchall()]
+        cursor.execute(" UNION ALL ".join(f"SELECT %s, count(*) FROM {connection.ops.quote_name(n)}" for n in names), names)
+        return dict(cursor.fetchall())
+
+
+def truncate_guarded_tables() -> set[str]:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT c.relname FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid JOIN pg_proc p ON p.oid = t.tgfoid"
+            " WHERE NOT t.tgisinternal AND t.tgtype & 32 = 32 AND t.tgtype & 2 = 2"  # TRUNCATE, BEFORE
+            " AND t.tgenabled = 'O' AND p.prosrc LIKE %s",
+            ["%TRUNCATE of % is refused%"],
+        )
+        return {name for (name,) in cursor.fetchall()}
+
+
+@pytest.fixture
+def full_books(district_1, staff):
+    """Worked example 1 finalized, with every kind of row the guard protects."""
+    build_books(staff)
+    services.day_close(acting_user=staff["supervisor"], office=Office.objects.get(code="LAJ"), day=date(2026, 7, 2),
+                       counted_cash=Decimal("9180.00"), counted_checks=Decimal("0.00"))
+    buyer = owner_create(acting_user=staff["authority"], name="Ana Ortiz Matos", owner_key="OWN-T")
+    parcel_transfer(acting_user=staff["authority"], parcel=Parcel.objects.get(parcel_id="P2"), to_owner=buyer,
+                    effective_on=date(2026, 7, 15))
+
+
+@pytest.mark.django_db
+def test_every_append_only_or_issued_table_has_the_truncate_guard():
+    assert truncate_guarded_tables() == GUARDED
+
+
+@pytest.mark.django_db
+def test_truncate_cascade_of_each_guarded_table_is_refused_and_nothing_is_lost(full_books):
+    before = table_counts()
+    assert all(before[table] > 0 for table in GUARDED), {t: before[t] for t in GUARDED if not before[t]}
+    connection.ensure_connection()
+    assert connection.connection.info.parameter_status("is_superuser") == "on"  # refused even so
+    with connection.cursor() as cursor:
+        # The test's own transaction still has deferred foreign-key checks queued, and PostgreSQL
+        # refuses TRUNCATE of a table with pending trigger events before asking the guard.
+        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+    for table in sorted(GUARDED):
+        with pytest.raises(DatabaseError, match=r"TRUNCATE of \w+ is refused"), transaction.atomic():
+            with connection.cursor() as cursor:
+                cursor.execute(f"TRUNCATE {table} CASCADE")
+    # Through another table: the parcels reach the roll lines, the offices the receipts.
+    for table in ("parcels_parcel", "parcels_owner", "billing_office", "levy_fiscalyear"):
+        with pytest.raises(DatabaseError, match=r"TRUNCATE of \w+ is refused"), transaction.atomic():
+            with connection.cursor() as cursor:
+                cursor.execute(f"TRUNCATE {table} CASCADE")
+    assert table_counts() == before
+    code, out, err = run_command("verify_books")
+    assert code == 0 and out.startswith("books balance"), out + err
+
+
+@pytest.mark.django_db
+def test_a_table_without_the_guard_can_still_be_emptied(full_books):
+    """The guard is the trigger, not something else refusing every TRUNCATE."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM auth_group")
+        assert cursor.fetchone()[0] > 0  # the roles (parcels.roles)
+        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")  # as above
+        cursor.execute("TRUNCATE auth_group CASCADE")
+        cursor.execute("SELECT count(*) FROM auth_group")
+        assert cursor.fetchone() == (0,)
+
+
+# --- The application's role --------------------------------------------------------------------
+
+
+@pytest.fixture
+def app_role(transactional_db):
+    """A fresh login role set up by production's grant code on the test database (roles belong to
+    the whole cluster: the name is unique to this process and the role is dropped afterwards)."""
+    role, password = f"lajas_app_test_{os.getpid()}", secrets.token_hex(16)
+    result = app_role_grant(role=role, password=password)
+    assert result.created and result.owner == connection.settings_dict["USER"] and result.schema == "public"
+    yield role, password
+    with connection.cursor() as cursor:
+        cursor.execute(f"DROP OWNED BY {role}")
+        cursor.execute(f"DROP ROLE {role}")
+
+
+def connect_as(role: str, password: str) -> psycopg.Connection:
+    settings = connection.settings_dict
+    return psycopg.connect(
+        host=settings["HOST"] or None, port=settings["PORT"] or None, dbname=settings["NAME"], user=role,
+        password=password, autocommit=True,
+    )
+
+
+REFUSED = {
+    "TRUNCATE": "TRUNCATE billing_ledgerentry",
+    "TRUNCATE CASCADE": "TRUNCATE levy_rollline CASCADE",
+    "ALTER TABLE": "ALTER TABLE billing_payment ADD COLUMN note text",
+    "DISABLE TRIGGER": "ALTER TABLE billing_ledgerentry DISABLE TRIGGER ALL",
+    "DISABLE TRIGGER USER": "ALTER TABLE levy_rollline DISABLE TRIGGER USER",
+    "session_replication_role": "SET session_replication_role = replica",
+    "session_replication_role (local)": "SET LOCAL session_replication_role = replica",
+    "DROP TABLE": "DROP TABLE billing_receipt CASCADE",
+    "CREATE TABLE": "CREATE TABLE public.scratch (id int)",
+    "CREATE SCHEMA": "CREATE SCHEMA scratch",
+    "CREATE FUNCTION in the schema": "CREATE FUNCTION public.scratch() RETURNS int LANGUAGE sql AS 'SELECT 1'",
+    "SET ROLE to the owner": f"SET ROLE {connection.settings_dict['USER'] or 'postgres'}",
+}
+
+
+def test_the_app_role_does_its_work_and_is_refused_the_rest(app_role):
+    role, password = app_role
+    with connect_as(role, password) as app:
+        assert app.execute("SELECT current_user, rolsuper FROM pg_roles WHERE rolname = current_user").fetchone() == (role, False)
+        # Ordinary work: a new owner (its key from the sequence; the history trigger writes the event).
+        key = app.execute("SELECT 'OWN-' || nextval('parcels_owner_key_seq')").fetchone()[0]
+        app.execute(
+            "INSERT INTO parcels_owner (owner_key, name, email, mailing_address, kind, created_at)"
+            " VALUES (%s, 'Rosa Pagán', '', '', 'private', now())", [key],
+        )
+        app.execute("UPDATE parcels_owner SET name = 'Rosa Pagán Cruz' WHERE owner_key = %s", [key])
+        assert app.execute("SELECT name FROM parcels_owner WHERE owner_key = %s", [key]).fetchone() == ("Rosa Pagán Cruz",)
+        assert app.execute("SELECT count(*) FROM parcels_ownerevent WHERE owner_key = %s", [key]).fetchone() == (2,)
+        with app.transaction():
+            app.execute("CREATE TEMPORARY TABLE _bulk (id int) ON COMMIT DROP")  # parcels/bulk.py does this
+        app.execute("DELETE FROM parcels_owner WHERE owner_key = %s", [key])
+        for what, statement in REFUSED.items():
+            with pytest.raises(psycopg.errors.InsufficientPrivilege), app.transaction():
+                app.execute(statement)
+            assert app.execute("SHOW session_replication_role").fetchone() == ("origin",), what
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM information_schema.columns WHERE table_name = 'billing_payment' AND column_name = 'note'")
+        assert cursor.fetchone() == (0,)
+
+
+def test_tables_created_by_later_migrations_come_with_the_same_privileges(app_role):
+    role, password = app_role
+    with connection.cursor() as cursor:  # the owner, as a later migration would
+        cursor.execute("CREATE TABLE later_table (id serial PRIMARY KEY, label text)")
+    try:
+        with connect_as(role, password) as app:
+            app.execute("INSERT INTO later_table (label) VALUES ('nuevo')")
+            assert app.execute("SELECT label FROM later_table").fetchall() == [("nuevo",)]
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                app.execute("TRUNCATE later_table")
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("DROP TABLE later_table")
+
+
+def test_granting_again_resets_what_was_added_by_hand(app_role):
+    role, password = app_role
+    with connection.cursor() as cursor:
+        cursor.execute(f"GRANT TRUNCATE, TRIGGER ON billing_charge TO {role}")
+    result = app_role_grant(role=role)  # what the migrate service does after every migrate
+    assert not result.created
+    with connect_as(role, password) as app:  # the password was left as it was
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            app.execute("TRUNCATE billing_charge")
+        privileges = app.execute(
+            "SELECT privilege_type FROM information_schema.table_privileges"
+            " WHERE grantee = current_user AND table_name = 'billing_charge' ORDER BY 1"
+        ).fetchall()
+        assert [p for (p,) in privileges] == ["DELETE", "INSERT", "SELECT", "UPDATE"]
+
+
+@pytest.mark.django_db
+def test_the_grant_refuses_the_owner_itself_and_odd_names():
+    with pytest.raises(RoleError, match="role running the migrations"):
+        app_role_grant(role=connection.settings_dict["USER"] or "postgres")
+    with pytest.raises(RoleError, match="lower-case"):
+        app_role_grant(role='app"; DROP TABLE billing_charge; --')
