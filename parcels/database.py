@@ -121,3 +121,32 @@ def app_role_grant(*, role: str, password: str | None = None, using: str = "defa
         )
         tables, sequences = cursor.fetchone()
     return GrantResult(role=role, owner=owner, schema=schema, created=created, tables=tables, sequences=sequences)
+
+
+def app_role_problems(*, using: str = "default") -> list[str]:
+    """What is wrong with the connected role as the application's role: superuser, owner of
+    tables, TRUNCATE on a table, or CREATE on the schema. Web and worker refuse to start on any
+    (deploy/entrypoint.sh); empty for a role set up by ``app_role_grant``."""
+    with connections[using].cursor() as cursor:
+        cursor.execute(
+            """
+            SELECT current_user, r.rolsuper OR r.rolcreaterole OR r.rolcreatedb OR r.rolbypassrls,
+                   (SELECT count(*) FROM pg_class c WHERE c.relowner = r.oid),
+                   (SELECT count(*) FROM pg_class c
+                     WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind IN ('r', 'p')
+                       AND has_table_privilege(c.oid, 'TRUNCATE, TRIGGER, REFERENCES')),
+                   has_schema_privilege(current_schema(), 'CREATE')
+              FROM pg_roles r WHERE r.rolname = current_user
+            """
+        )
+        role, powerful, owned, truncatable, can_create = cursor.fetchone()
+    problems = []
+    if powerful:
+        problems.append(f"{role} is a superuser or may create roles or databases")
+    if owned:
+        problems.append(f"{role} owns {owned} tables, sequences or indexes")
+    if truncatable:
+        problems.append(f"{role} may TRUNCATE (or add triggers or references to) {truncatable} tables")
+    if can_create:
+        problems.append(f"{role} may create objects in the schema")
+    return problems

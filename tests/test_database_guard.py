@@ -7,22 +7,28 @@ from __future__ import annotations
 
 import os
 import secrets
+import subprocess
+import sys
 from datetime import date
 from decimal import Decimal
+from pathlib import Path
 
 import psycopg
 import pytest
+from django.core.management.base import CommandError
 from django.db import connection, transaction
 from django.db.utils import DatabaseError
 
 from billing import services
 from billing.models import Office
 from parcels.database import RoleError, app_role_grant
+from parcels.management.commands import backup
 from parcels.models import Parcel
 from parcels.services import owner_create, parcel_transfer
 from tests.billing import conftest as billing_fixtures
 from tests.commands import run_command
 from tests.test_books import build_books
+from tests.test_deployment import ENTRYPOINT, ROOT, production_env
 
 district_1 = billing_fixtures.district_1
 staff = billing_fixtures.staff
@@ -118,12 +124,17 @@ def test_a_table_without_the_guard_can_still_be_emptied(full_books):
 
 
 @pytest.fixture
-def app_role(transactional_db):
-    """A fresh login role set up by production's grant code on the test database (roles belong to
-    the whole cluster: the name is unique to this process and the role is dropped afterwards)."""
+def app_role(transactional_db, monkeypatch):
+    """A fresh login role set up by the command the migrate service runs, on the test database,
+    from the URL web and worker would connect with. Roles belong to the whole cluster: the name is
+    unique to this process and the role is dropped afterwards."""
     role, password = f"lajas_app_test_{os.getpid()}", secrets.token_hex(16)
-    result = app_role_grant(role=role, password=password)
-    assert result.created and result.owner == connection.settings_dict["USER"] and result.schema == "public"
+    db = connection.settings_dict
+    monkeypatch.setenv("APP_DATABASE_URL", app_url(role, password))
+    code, out, err = run_command("db_grant_app_role")
+    assert code == 0, err
+    assert out.startswith(f"created role {role}: SELECT, INSERT, UPDATE, DELETE on ")
+    assert out.rstrip().endswith(f"schema public (owner {db['USER']}); no TRUNCATE, no DDL")
     yield role, password
     with connection.cursor() as cursor:
         cursor.execute(f"DROP OWNED BY {role}")
@@ -198,8 +209,8 @@ def test_granting_again_resets_what_was_added_by_hand(app_role):
     role, password = app_role
     with connection.cursor() as cursor:
         cursor.execute(f"GRANT TRUNCATE, TRIGGER ON billing_charge TO {role}")
-    result = app_role_grant(role=role)  # what the migrate service does after every migrate
-    assert not result.created
+    code, out, err = run_command("db_grant_app_role", "--role", role)  # as after every migrate
+    assert code == 0 and out.startswith(f"updated role {role}:"), err
     with connect_as(role, password) as app:  # the password was left as it was
         with pytest.raises(psycopg.errors.InsufficientPrivilege):
             app.execute("TRUNCATE billing_charge")
@@ -210,9 +221,61 @@ def test_granting_again_resets_what_was_added_by_hand(app_role):
         assert [p for (p,) in privileges] == ["DELETE", "INSERT", "SELECT", "UPDATE"]
 
 
+def app_url(role: str, password: str) -> str:
+    db = connection.settings_dict
+    return f"postgres://{role}:{password}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
+
+
+def run_real_entrypoint(database_url: str) -> subprocess.CompletedProcess:
+    """deploy/entrypoint.sh as the worker container runs it: real python, production settings."""
+    env = production_env(
+        APP_ROLE="worker", DEBUG="false", SECRET_KEY=secrets.token_urlsafe(50), ALLOWED_HOSTS="riego.example.pr",
+        DATABASE_URL=database_url, MIGRATION_WAIT_TIMEOUT="0", DB_WAIT_TIMEOUT="10",
+    )
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '/usr/bin:/bin')}"
+    return subprocess.run(["/bin/sh", str(ENTRYPOINT), "echo", "started"], env=env, cwd=ROOT, capture_output=True,
+                          text=True, timeout=180)
+
+
+def test_the_entrypoint_starts_the_worker_as_the_app_role(app_role):
+    completed = run_real_entrypoint(app_url(*app_role))
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout.strip() == "started"
+
+
 @pytest.mark.django_db
-def test_the_grant_refuses_the_owner_itself_and_odd_names():
-    with pytest.raises(RoleError, match="role running the migrations"):
-        app_role_grant(role=connection.settings_dict["USER"] or "postgres")
+def test_the_entrypoint_refuses_to_start_the_worker_as_the_owner():
+    db = connection.settings_dict
+    completed = run_real_entrypoint(f"postgres://{db['USER']}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}")
+    assert completed.returncode != 0 and "started" not in completed.stdout
+    assert "must connect as the application's own role, not the owner" in completed.stderr
+    assert f"{db['USER']} is a superuser" in completed.stderr and "may TRUNCATE" in completed.stderr
+
+
+def test_a_backup_needs_no_more_than_the_app_role(app_role, tmp_path):
+    """pg_dump of the whole database (what ``manage.py backup`` runs) as the application's role."""
+    role, password = app_role
+    dump = tmp_path / "app.dump"
+    pg_dump = backup.pg_tool("pg_dump", backup.server_major())
+    completed = subprocess.run(
+        [str(pg_dump), "--format=custom", "--file", str(dump), "--dbname", app_url(role, password)],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert completed.returncode == 0, completed.stderr
+    listing = subprocess.run([str(backup.pg_tool("pg_restore", backup.server_major())), "--list", str(dump)],
+                             capture_output=True, text=True, check=True).stdout
+    assert "TABLE DATA public billing_ledgerentry" in listing and "TRIGGER public billing_ledgerentry pgtrigger_no_truncate_" in listing
+
+
+@pytest.mark.django_db
+def test_the_grant_refuses_the_owner_itself_odd_names_and_another_database(monkeypatch):
+    with pytest.raises(CommandError, match="role running the migrations"):
+        run_command("db_grant_app_role", "--role", connection.settings_dict["USER"])
     with pytest.raises(RoleError, match="lower-case"):
         app_role_grant(role='app"; DROP TABLE billing_charge; --')
+    monkeypatch.setenv("APP_DATABASE_URL", "postgres://lajas_app:pw@db:5432/some_other_database")
+    with pytest.raises(CommandError, match="names database 'some_other_database'"):
+        run_command("db_grant_app_role")
+    monkeypatch.delenv("APP_DATABASE_URL")
+    with pytest.raises(CommandError, match="APP_DATABASE_URL"):
+        run_command("db_grant_app_role")
