@@ -1,5 +1,12 @@
 from django.apps import AppConfig
+from django.db.models.signals import post_migrate
 from django.utils.translation import gettext_lazy as _
+
+
+def restrict_trigger_skipping(sender, using, **kwargs) -> None:
+    from .database import trigger_skip_restrict
+
+    trigger_skip_restrict(using=using)
 
 
 class ParcelsConfig(AppConfig):
@@ -9,3 +16,6 @@ class ParcelsConfig(AppConfig):
 
     def ready(self) -> None:
         from . import tasks  # noqa: F401  (registers the job handlers)
+
+        # After the migrations, which may have installed pgtrigger's permissive version again.
+        post_migrate.connect(restrict_trigger_skipping, sender=self)

@@ -150,3 +150,33 @@ def app_role_problems(*, using: str = "default") -> list[str]:
     if can_create:
         problems.append(f"{role} may create objects in the schema")
     return problems
+
+
+def trigger_skip_restrict(*, using: str = "default") -> None:
+    """Replace django-pgtrigger's ``_pgtrigger_should_ignore`` (which every trigger calls first)
+    with the same check, answered only for members of the function's owner. pgtrigger creates it
+    again with each trigger a migration installs, so this runs after every migrate."""
+    function = f"{connections[using].ops.quote_name(pgtrigger.features.schema())}._pgtrigger_should_ignore"
+    with connections[using].cursor() as cursor:
+        cursor.execute(
+            f"""
+            CREATE OR REPLACE FUNCTION {function}(trigger_name NAME)
+            RETURNS BOOLEAN AS $$
+                DECLARE
+                    _pgtrigger_ignore TEXT[];
+                BEGIN
+                    -- pgtrigger.ignore is any role's to set; only the owner may skip a trigger with it.
+                    IF NOT pg_has_role(
+                        current_user, (SELECT proowner FROM pg_proc WHERE oid = '{function}(name)'::regprocedure), 'USAGE'
+                    ) THEN
+                        RETURN FALSE;
+                    END IF;
+                    BEGIN
+                        SELECT INTO _pgtrigger_ignore CURRENT_SETTING('pgtrigger.ignore');
+                        EXCEPTION WHEN OTHERS THEN
+                    END;
+                    RETURN COALESCE(trigger_name = ANY(_pgtrigger_ignore), FALSE);
+                END;
+            $$ LANGUAGE plpgsql
+            """
+        )

@@ -13,6 +13,7 @@ from datetime import date
 from decimal import Decimal
 from pathlib import Path
 
+import pgtrigger
 import psycopg
 import pytest
 from django.core.management.base import CommandError
@@ -20,7 +21,7 @@ from django.db import connection, transaction
 from django.db.utils import DatabaseError
 
 from billing import services
-from billing.models import Office
+from billing.models import Charge, Office
 from parcels.database import RoleError, app_role_grant
 from parcels.management.commands import backup
 from parcels.models import Parcel
@@ -188,6 +189,27 @@ def test_the_app_role_does_its_work_and_is_refused_the_rest(app_role):
     with connection.cursor() as cursor:
         cursor.execute("SELECT count(*) FROM information_schema.columns WHERE table_name = 'billing_payment' AND column_name = 'note'")
         assert cursor.fetchone() == (0,)
+
+
+def test_the_app_role_cannot_skip_a_trigger_with_pgtrigger_ignore(app_role, seed_rows, district_1):
+    """django-pgtrigger's switch (the ``pgtrigger.ignore`` parameter) is any role's to set; after
+    migrate only the owner may skip a trigger with it (parcels.database.trigger_skip_restrict)."""
+    role, password = app_role
+    append_only = Charge._meta.triggers[0]
+    assert append_only.name == "append_only"
+    pgid = append_only.get_pgid(Charge)
+    with connect_as(role, password) as app:
+        app.execute("SELECT set_config('pgtrigger.ignore', %s, false)", ["{" + pgid + "}"])
+        with pytest.raises(psycopg.errors.RaiseException, match="Cannot update or delete rows from billing_charge table"):
+            app.execute("UPDATE billing_charge SET principal = 0")
+        with pytest.raises(psycopg.errors.RaiseException, match="Cannot update or delete rows from billing_charge table"):
+            app.execute("DELETE FROM billing_charge")
+    # The owner (here the test database's superuser) still may, as tests/test_books.py does.
+    with transaction.atomic():
+        with pgtrigger.ignore("billing.Charge:append_only"):
+            assert Charge.objects.filter(number=2).update(due_date=date(2026, 12, 31)) == 5
+        transaction.set_rollback(True)
+    assert set(Charge.objects.filter(number=2).values_list("due_date", flat=True)) == {date(2027, 1, 1)}
 
 
 def test_tables_created_by_later_migrations_come_with_the_same_privileges(app_role):
