@@ -87,7 +87,10 @@ def app_role_grant(*, role: str, password: str | None = None, using: str = "defa
         for (granted,) in cursor.fetchall():
             cursor.execute(f"REVOKE {quote(granted)} FROM {quote(role)}")
         cursor.execute(
-            "SELECT count(*) FROM pg_class c JOIN pg_roles r ON r.oid = c.relowner WHERE r.rolname = %s", [role]
+            # Temporary tables (parcels/bulk.py, in another session) are the role's own, and go.
+            "SELECT count(*) FROM pg_class c JOIN pg_roles r ON r.oid = c.relowner"
+            " WHERE r.rolname = %s AND c.relpersistence <> 't'",
+            [role],
         )
         if cursor.fetchone()[0]:
             raise RoleError(f"the application role {role!r} owns tables; it must own nothing (REASSIGN OWNED BY it first)")
@@ -131,7 +134,7 @@ def app_role_problems(*, using: str = "default") -> list[str]:
         cursor.execute(
             """
             SELECT current_user, r.rolsuper OR r.rolcreaterole OR r.rolcreatedb OR r.rolbypassrls,
-                   (SELECT count(*) FROM pg_class c WHERE c.relowner = r.oid),
+                   (SELECT count(*) FROM pg_class c WHERE c.relowner = r.oid AND c.relpersistence <> 't'),
                    (SELECT count(*) FROM pg_class c
                      WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind IN ('r', 'p')
                        AND has_table_privilege(c.oid, 'TRUNCATE, TRIGGER, REFERENCES')),

@@ -301,3 +301,18 @@ def test_the_grant_refuses_the_owner_itself_odd_names_and_another_database(monke
     monkeypatch.delenv("APP_DATABASE_URL")
     with pytest.raises(CommandError, match="APP_DATABASE_URL"):
         run_command("db_grant_app_role")
+
+
+def test_a_role_that_owns_a_table_is_neither_granted_nor_started_as(app_role):
+    role, password = app_role
+    with connection.cursor() as cursor:
+        cursor.execute(f"CREATE TABLE owned_by_app (id int); ALTER TABLE owned_by_app OWNER TO {role}")
+    try:
+        with pytest.raises(CommandError, match="owns tables; it must own nothing"):
+            run_command("db_grant_app_role", "--role", role)
+        completed = run_real_entrypoint(app_url(role, password))
+        assert completed.returncode != 0 and "started" not in completed.stdout
+        assert f"{role} owns 1 tables" in completed.stderr
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("DROP TABLE owned_by_app")
