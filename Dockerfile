@@ -1,7 +1,9 @@
 # syntax=docker/dockerfile:1
-# Production image of the Lajas Valley irrigation levy portal. One image, two roles:
-#   web    (default) gunicorn; its entrypoint migrates and publishes the static files for nginx
-#   worker `python manage.py run_worker`; waits until the web container has migrated
+# Production image of the Lajas Valley irrigation levy portal. One image, three roles (APP_ROLE):
+#   migrate  one-off, as the database owner: migrates and grants the application role its privileges
+#   web      (default) gunicorn; its entrypoint publishes the static files for nginx
+#   worker   `python manage.py run_worker`
+# web and worker connect as the application's role and wait until the migrate service is done.
 # See docker-compose.yml for how the roles, volumes and the nginx proxy fit together.
 FROM python:3.11-slim-bookworm
 

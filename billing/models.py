@@ -27,8 +27,10 @@ from django.db.models import Q
 from django.utils.translation import gettext_lazy as _
 
 from levy.models import money_field
+from parcels.database import NO_TRUNCATE
 
-APPEND_ONLY = [pgtrigger.Protect(name="append_only", operation=pgtrigger.Update | pgtrigger.Delete)]
+# Never changed, never deleted, never emptied (parcels.database.NO_TRUNCATE).
+APPEND_ONLY = [pgtrigger.Protect(name="append_only", operation=pgtrigger.Update | pgtrigger.Delete), NO_TRUNCATE]
 
 
 class Office(models.Model):
@@ -203,6 +205,7 @@ class ReceiptSeries(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["office", "fiscal_year"], name="one_series_per_office_year")]
+        triggers = [NO_TRUNCATE]  # emptied, the numbering would start again at 1
 
 
 class Receipt(models.Model):
@@ -292,6 +295,7 @@ class DocumentSeries(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["kind", "year"], name="one_document_series")]
+        triggers = [NO_TRUNCATE]  # emptied, the numbering would start again at 1
 
 
 class DebtCertificate(models.Model):

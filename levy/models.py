@@ -30,6 +30,8 @@ from django.db.models import Q
 from django.utils.translation import gettext_lazy as _
 from djmoney.models.fields import MoneyField
 
+from parcels.database import NO_TRUNCATE
+
 from . import rules
 
 
@@ -66,6 +68,7 @@ class LegalParameterSet(models.Model):
         ordering = ["-effective_from"]
         verbose_name = _("parámetros legales")
         verbose_name_plural = _("parámetros legales")
+        triggers = [NO_TRUNCATE]
 
     @classmethod
     def in_force(cls, on: date) -> LegalParameterSet:
@@ -168,6 +171,7 @@ class Estimate(models.Model):
             ),
             pgtrigger.Protect(name="certified_estimate_not_deleted", operation=pgtrigger.Delete,
                               condition=~pgtrigger.Q(old__status="entered")),
+            NO_TRUNCATE,
         ]
 
     def amounts(self) -> dict[str, Decimal]:
@@ -230,6 +234,7 @@ class Levy(models.Model):
         triggers = [
             pgtrigger.Protect(name="final_levy_unchanged", operation=pgtrigger.Update | pgtrigger.Delete,
                               condition=pgtrigger.Q(old__status="final")),
+            NO_TRUNCATE,
         ]
 
     @property
@@ -315,6 +320,7 @@ class RollLine(models.Model):
                     """
                 ),
             ),
+            NO_TRUNCATE,
         ]
 
 
@@ -336,4 +342,4 @@ class RollCorrection(models.Model):
         constraints = [
             models.CheckConstraint(condition=Q(net_delta=models.F("om_charge_delta") - models.F("credit_delta")), name="correction_net"),
         ]
-        triggers = [pgtrigger.Protect(name="correction_unchanged", operation=pgtrigger.Update | pgtrigger.Delete)]
+        triggers = [pgtrigger.Protect(name="correction_unchanged", operation=pgtrigger.Update | pgtrigger.Delete), NO_TRUNCATE]

@@ -15,6 +15,12 @@ def cache_table_create(*, using: str = "default", **kwargs: Any) -> None:
     call_command("createcachetable", database=using, verbosity=0)
 
 
+def restrict_trigger_skipping(sender, using, **kwargs) -> None:
+    from .database import trigger_skip_restrict
+
+    trigger_skip_restrict(using=using)
+
+
 class ParcelsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
     name = "parcels"
@@ -24,3 +30,5 @@ class ParcelsConfig(AppConfig):
         from . import signals, tasks  # noqa: F401  (register the access-log receivers and the job handlers)
 
         post_migrate.connect(cache_table_create, sender=self, dispatch_uid="parcels.cache_table_create")
+        # After the migrations, which may have installed pgtrigger's permissive version again.
+        post_migrate.connect(restrict_trigger_skipping, sender=self)

@@ -36,6 +36,7 @@ from django.db.models import Q
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
+from .database import NO_TRUNCATE
 from .search import CodeKey, Fold
 
 ACRE_PLACES = Decimal("0.0001")
@@ -274,12 +275,16 @@ HISTORY = {
     "context_id_field": pghistory.ContextUUIDField(),
     "level": pgtrigger.Statement,
 }
+# The history itself is never emptied (parcels.database.NO_TRUNCATE).
 pghistory.track(
-    pghistory.InsertEvent(), pghistory.UpdateEvent(), pghistory.DeleteEvent(), model_name="OwnerEvent", **HISTORY
+    pghistory.InsertEvent(), pghistory.UpdateEvent(), pghistory.DeleteEvent(), model_name="OwnerEvent",
+    meta={"triggers": [NO_TRUNCATE]}, **HISTORY,
 )(Owner)
 pghistory.track(
     pghistory.InsertEvent(), pghistory.UpdateEvent(), pghistory.DeleteEvent(),
-    exclude=["updated_at"], model_name="ParcelEvent", **HISTORY,
+    exclude=["updated_at"], model_name="ParcelEvent", meta={"triggers": [NO_TRUNCATE]}, **HISTORY,
 )(Parcel)
-pghistory.track(pghistory.InsertEvent(), model_name="OwnershipTransferEvent", **HISTORY)(OwnershipTransfer)
+pghistory.track(
+    pghistory.InsertEvent(), model_name="OwnershipTransferEvent", meta={"triggers": [NO_TRUNCATE]}, **HISTORY
+)(OwnershipTransfer)
 pghistory.track(pghistory.InsertEvent(), model_name="SecondFactorResetEvent", **HISTORY)(SecondFactorReset)

@@ -18,6 +18,26 @@ from tests.otp import Client
 EXAMPLE_1 = [("P1", "100"), ("P2", "250"), ("P3", "50"), ("P4", "75.5"), ("P5", "24.5")]
 
 
+@pytest.fixture(scope="session", autouse=True)
+def flush_past_the_truncate_guard():
+    """Transactional tests end with Django's flush, one ``TRUNCATE … CASCADE`` of every table, which
+    the append-only tables' BEFORE TRUNCATE triggers refuse (parcels.database.NO_TRUNCATE). The
+    test suite's flush runs with ``session_replication_role = replica`` for its own transaction,
+    which fires no ordinary trigger. Only a superuser may set it (the test database's user is
+    one); the application's role in production cannot (tests/test_database_guard.py)."""
+    from django.db.backends.postgresql.operations import DatabaseOperations
+
+    execute_sql_flush = DatabaseOperations.execute_sql_flush
+
+    def flush_without_triggers(self, sql_list):
+        # execute_sql_flush runs the list in one transaction, so SET LOCAL ends with the flush.
+        execute_sql_flush(self, ["SET LOCAL session_replication_role = replica", *sql_list])
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(DatabaseOperations, "execute_sql_flush", flush_without_triggers)
+        yield
+
+
 @pytest.fixture
 def make_user(db):
     def make(username: str, role: str, owner: Owner | None = None):

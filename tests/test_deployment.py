@@ -61,10 +61,11 @@ def settings_env_names() -> set[str]:
     return names
 
 
-def env_example() -> dict[str, str | None]:
-    """Variables in .env.example: name -> value, or None where the line is commented out."""
+def env_example(name: str = ".env.example") -> dict[str, str | None]:
+    """Variables in .env.example (or .env.owner.example): name -> value, or None where the line is
+    commented out."""
     found: dict[str, str | None] = {}
-    for line in (ROOT / ".env.example").read_text(encoding="utf-8").splitlines():
+    for line in (ROOT / name).read_text(encoding="utf-8").splitlines():
         match = re.match(r"^\s*(#\s*)?([A-Z][A-Z0-9_]*)=(.*)$", line)
         if not match:
             continue
@@ -74,6 +75,16 @@ def env_example() -> dict[str, str | None]:
         else:
             found[name] = value.strip()
     return found
+
+
+def env_owner_example() -> dict[str, str | None]:
+    return env_example(".env.owner.example")
+
+
+def env_files(service: dict) -> list[str]:
+    files = service.get("env_file") or []
+    files = [files] if isinstance(files, str | dict) else files
+    return [item["path"] if isinstance(item, dict) else item for item in files]
 
 
 def environment(service: dict) -> dict[str, str]:
@@ -178,8 +189,8 @@ def services(compose: dict) -> dict[str, dict]:
 # --- docker-compose.yml ------------------------------------------------------------------------
 
 
-def test_compose_defines_db_web_worker_and_proxy(services):
-    assert {"db", "web", "worker", "proxy"} <= set(services)
+def test_compose_defines_db_migrate_web_worker_and_proxy(services):
+    assert {"db", "migrate", "web", "worker", "proxy"} <= set(services)
 
 
 def test_db_is_postgres_15_like_the_images_pg_dump(services):
@@ -213,13 +224,39 @@ def test_web_runs_gunicorn_and_worker_runs_the_job_worker(services):
     assert worker_command[-2:] == ["manage.py", "run_worker"]
 
 
-def test_app_services_read_dotenv_and_wait_for_a_healthy_db(services):
+def test_app_services_read_dotenv_and_wait_for_a_healthy_db_and_the_migrations(services):
     for name in APP_SERVICES:
         service = services[name]
-        env_files = service["env_file"]
-        env_files = [env_files] if isinstance(env_files, str | dict) else env_files
-        assert ".env" in [item["path"] if isinstance(item, dict) else item for item in env_files]
+        assert env_files(service) == [".env"], name
         assert service["depends_on"]["db"]["condition"] == "service_healthy", name
+        assert service["depends_on"]["migrate"]["condition"] == "service_completed_successfully", name
+
+
+def test_migrate_is_a_one_off_of_the_same_image_as_the_owner(services):
+    migrate, web = services["migrate"], services["web"]
+    assert migrate["build"] == web["build"] and migrate.get("image") == web.get("image")
+    assert environment(migrate)["APP_ROLE"] == "migrate"
+    assert env_files(migrate) == [".env", ".env.owner"]  # the owner's file last: it is the one that counts
+    assert migrate["depends_on"] == {"db": {"condition": "service_healthy"}}
+    assert migrate.get("restart") == "no", "a one-off: web and worker start once it has exited 0"
+    command = migrate["command"]
+    command = " ".join(command) if isinstance(command, list) else command
+    assert re.search(r"manage\.py migrate --no-input && python manage\.py db_grant_app_role\b", command)
+    assert named_mounts(migrate).get("media") == environment(migrate)["MEDIA_ROOT"]  # data migrations read it
+    assert set(migrate.get("networks") or []) == set(services["db"].get("networks") or [])
+
+
+def test_only_db_and_migrate_hold_the_owners_credentials(services):
+    owner_variables = {"POSTGRES_PASSWORD", "MIGRATE_DATABASE_URL"}
+    for name, service in services.items():
+        reads_owner_file = ".env.owner" in env_files(service)
+        assert reads_owner_file == (name in ("db", "migrate")), name
+        assert not owner_variables & set(environment(service)), f"{name} sets an owner credential inline"
+    assert services["db"].get("environment") is None, "the db takes its POSTGRES_* from .env.owner only"
+    for name in owner_variables:
+        assert name not in env_example(), f"{name} belongs in .env.owner.example, not .env.example"
+    ignored = (ROOT / ".gitignore").read_text(encoding="utf-8").split()
+    assert ".env" in ignored and ".env.owner" in ignored
 
 
 def test_named_volumes_are_declared_and_mounted(compose, services):
@@ -284,7 +321,8 @@ def test_proxy_cannot_reach_the_database(services):
 
 def test_every_service_restarts(services):
     for name, service in services.items():
-        assert service.get("restart") in ("always", "unless-stopped", "on-failure"), name
+        if name != "migrate":  # the one-off
+            assert service.get("restart") in ("always", "unless-stopped", "on-failure"), name
 
 
 def test_no_service_runs_with_debug(services):
@@ -329,27 +367,32 @@ def test_env_example_lists_every_variable_the_settings_read():
 
 
 def test_env_example_is_shaped_for_production():
-    example = env_example()
+    example, owner = env_example(), env_owner_example()
     required = ("DEBUG", "SECRET_KEY", "ALLOWED_HOSTS", "CSRF_TRUSTED_ORIGINS", "SITE_URL", "DATABASE_URL")
-    for name in (*required, "POSTGRES_DB", "POSTGRES_USER", "POSTGRES_PASSWORD"):
+    for name in required:
         assert example.get(name) is not None, f"{name} must be set (not commented) in .env.example"
+    for name in ("POSTGRES_DB", "POSTGRES_USER", "POSTGRES_PASSWORD", "MIGRATE_DATABASE_URL"):
+        assert owner.get(name) is not None, f"{name} must be set (not commented) in .env.owner.example"
+    assert set(owner) == {"POSTGRES_DB", "POSTGRES_USER", "POSTGRES_PASSWORD", "MIGRATE_DATABASE_URL"}
     assert example["DEBUG"].lower() not in TRUE_WORDS
     for name in ("DEMO_DATA_ALLOWED", "JOBS_RUN_INLINE"):
         assert (example.get(name) or "false").lower() not in TRUE_WORDS
     assert "CHANGE_ME" in example["SECRET_KEY"], "a placeholder, never a real key"
-    assert "CHANGE_ME" in example["POSTGRES_PASSWORD"]
+    assert "CHANGE_ME" in owner["POSTGRES_PASSWORD"]
+    assert "CHANGE_ME" in urlsplit(example["DATABASE_URL"]).password
     assert all(origin.startswith("https://") for origin in example["CSRF_TRUSTED_ORIGINS"].split(","))
     assert example["SITE_URL"].startswith("https://")
 
 
-def test_env_example_database_url_points_at_the_db_service(services):
-    example = env_example()
-    url = urlsplit(example["DATABASE_URL"])
-    assert url.scheme in ("postgres", "postgresql")
-    assert url.hostname == "db" and "db" in services
-    assert url.username == example["POSTGRES_USER"]
-    assert url.password == example["POSTGRES_PASSWORD"]
-    assert url.path.lstrip("/") == example["POSTGRES_DB"]
+def test_env_example_database_urls_point_at_the_db_service_as_two_roles(services):
+    owner = env_owner_example()
+    app, migrate = urlsplit(env_example()["DATABASE_URL"]), urlsplit(owner["MIGRATE_DATABASE_URL"])
+    for url in (app, migrate):
+        assert url.scheme in ("postgres", "postgresql")
+        assert url.hostname == "db" and "db" in services
+        assert url.path.lstrip("/") == owner["POSTGRES_DB"]
+    assert migrate.username == owner["POSTGRES_USER"] and migrate.password == owner["POSTGRES_PASSWORD"]
+    assert app.username not in (owner["POSTGRES_USER"], "postgres"), "web and worker connect as a role of their own"
 
 
 # --- Dockerfile --------------------------------------------------------------------------------
@@ -430,10 +473,12 @@ def test_entrypoint_is_valid_posix_shell():
     assert subprocess.run(["/bin/sh", "-n", str(ENTRYPOINT)], capture_output=True).returncode == 0
 
 
-@pytest.mark.parametrize("name", ["SECRET_KEY", "DATABASE_URL", "POSTGRES_PASSWORD", "EMAIL_HOST_PASSWORD"])
+@pytest.mark.parametrize("name", ["SECRET_KEY", "DATABASE_URL", "MIGRATE_DATABASE_URL", "POSTGRES_PASSWORD", "EMAIL_HOST_PASSWORD"])
 def test_entrypoint_refuses_the_placeholders_of_env_example(tmp_path, name):
-    value = "postgres://lajas:CHANGE_ME@db:5432/lajas" if name == "DATABASE_URL" else "CHANGE_ME"
-    completed, log = run_entrypoint(tmp_path, {name: value}, "echo", "started")
+    value = "postgres://lajas:CHANGE_ME@db:5432/lajas" if name.endswith("DATABASE_URL") else "CHANGE_ME"
+    # The migrate role: it may hold every one of them (web and worker refuse the owner's anyway).
+    env = {"APP_ROLE": "migrate", "MIGRATE_DATABASE_URL": "postgres://lajas:pw@db:5432/lajas", name: value}
+    completed, log = run_entrypoint(tmp_path, env, "echo", "started")
     assert completed.returncode != 0
     assert name in completed.stderr and "started" not in completed.stdout
     assert log == ""
@@ -445,7 +490,7 @@ def test_entrypoint_requires_a_database_url(tmp_path):
     assert log == ""
 
 
-def test_entrypoint_migrates_and_publishes_static_for_the_web_role(tmp_path):
+def test_entrypoint_publishes_static_for_the_web_role_and_never_migrates(tmp_path):
     static_root, publish = tmp_path / "staticfiles", tmp_path / "published"
     (static_root / "css").mkdir(parents=True)
     (static_root / "css" / "app.0123456789ab.css").write_text("body {}", encoding="utf-8")
@@ -454,8 +499,9 @@ def test_entrypoint_migrates_and_publishes_static_for_the_web_role(tmp_path):
     completed, log = run_entrypoint(tmp_path, env, "echo", "started")
     assert completed.returncode == 0, completed.stderr
     assert completed.stdout.strip() == "started"
-    assert "manage.py migrate --no-input" in log.splitlines()
     assert (publish / "css" / "app.0123456789ab.css").read_text(encoding="utf-8") == "body {}"
+    migrations = [line for line in log.splitlines() if "migrate" in line]
+    assert migrations == ["manage.py migrate --check --no-input"], "web only waits for the migrate service"
 
 
 def test_entrypoint_never_migrates_for_the_worker_role(tmp_path):
@@ -463,7 +509,35 @@ def test_entrypoint_never_migrates_for_the_worker_role(tmp_path):
     assert completed.returncode == 0, completed.stderr
     assert completed.stdout.strip() == "started"
     migrations = [line for line in log.splitlines() if "migrate" in line]
-    assert migrations and all("--check" in line for line in migrations)
+    assert migrations == ["manage.py migrate --check --no-input"]
+
+
+@pytest.mark.parametrize("role", ["web", "worker"])
+@pytest.mark.parametrize("name", ["MIGRATE_DATABASE_URL", "POSTGRES_PASSWORD"])
+def test_entrypoint_refuses_to_start_web_or_worker_with_the_owners_credentials(tmp_path, role, name):
+    value = "postgres://lajas:owner-secret@db:5432/lajas" if name == "MIGRATE_DATABASE_URL" else "owner-secret"
+    completed, log = run_entrypoint(tmp_path, {"APP_ROLE": role, name: value}, "echo", "started")
+    assert completed.returncode != 0
+    assert name in completed.stderr and ".env.owner" in completed.stderr and "started" not in completed.stdout
+    assert log == ""
+
+
+def test_entrypoint_runs_the_migrate_command_as_the_owner(tmp_path):
+    env = {
+        "APP_ROLE": "migrate",
+        "DATABASE_URL": "postgres://lajas_app:app-pw@db:5432/lajas",
+        "MIGRATE_DATABASE_URL": "postgres://lajas:owner-pw@db:5432/lajas",
+    }
+    completed, log = run_entrypoint(tmp_path, env, "sh", "-c", 'echo "$DATABASE_URL $APP_DATABASE_URL"')
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout.split() == ["postgres://lajas:owner-pw@db:5432/lajas", "postgres://lajas_app:app-pw@db:5432/lajas"]
+    assert "migrate" not in log  # the command migrates (docker-compose.yml), not the entrypoint
+
+
+def test_entrypoint_refuses_the_migrate_role_without_the_owners_url(tmp_path):
+    completed, log = run_entrypoint(tmp_path, {"APP_ROLE": "migrate"}, "echo", "started")
+    assert completed.returncode != 0 and "MIGRATE_DATABASE_URL" in completed.stderr
+    assert log == ""
 
 
 # --- Production settings -----------------------------------------------------------------------
