@@ -112,10 +112,12 @@ def test_a_landowners_404_on_another_owners_parcel_is_recorded(client, users, pa
 
 
 @pytest.mark.django_db
-def test_the_client_address_behind_the_proxy_is_the_forwarded_one(client, users, settings):
-    settings.AXES_IPWARE_PROXY_COUNT = 1
+def test_the_client_address_behind_the_proxy_is_the_one_nginx_saw(client, users, settings):
+    """Behind deploy/nginx.conf the address is X-Real-IP, which nginx overwrites; a forged
+    X-Forwarded-For changes nothing (parcels.middleware.client_ip)."""
+    settings.BEHIND_PROXY = True
     client.post(LOGIN_URL, {"username": "u_hacienda", "password": "nope"}, REMOTE_ADDR="172.18.0.2",
-                HTTP_X_FORWARDED_FOR="6.6.6.6, 203.0.113.7")
+                HTTP_X_REAL_IP="203.0.113.7", HTTP_X_FORWARDED_FOR="6.6.6.6, 198.51.100.9")
     assert AccessEvent.objects.get().client_ip == "203.0.113.7"
 
 
