@@ -183,6 +183,10 @@ class SecondFactorReset(models.Model):
     reason = models.CharField(_("razón"), max_length=200)
     reset_at = models.DateTimeField(auto_now_add=True)
 
+    class Meta:
+        # A record of what an administrator did: never changed, never deleted, never emptied.
+        triggers = [pgtrigger.Protect(name="append_only", operation=pgtrigger.Update | pgtrigger.Delete), NO_TRUNCATE]
+
 
 class Job(models.Model):
     """A long run done by the worker, with progress for the page that waits on it."""
@@ -263,7 +267,7 @@ class AccessEvent(models.Model):
     class Meta:
         ordering = ["-at", "-id"]
         indexes = [models.Index(fields=["kind", "at"])]
-        triggers = [pgtrigger.Protect(name="append_only", operation=pgtrigger.Update | pgtrigger.Delete)]
+        triggers = [pgtrigger.Protect(name="append_only", operation=pgtrigger.Update | pgtrigger.Delete), NO_TRUNCATE]
 
 
 # Trigger-based history: who changed what and when, for every write path including bulk ones.
@@ -287,4 +291,6 @@ pghistory.track(
 pghistory.track(
     pghistory.InsertEvent(), model_name="OwnershipTransferEvent", meta={"triggers": [NO_TRUNCATE]}, **HISTORY
 )(OwnershipTransfer)
-pghistory.track(pghistory.InsertEvent(), model_name="SecondFactorResetEvent", **HISTORY)(SecondFactorReset)
+pghistory.track(
+    pghistory.InsertEvent(), model_name="SecondFactorResetEvent", meta={"triggers": [NO_TRUNCATE]}, **HISTORY
+)(SecondFactorReset)

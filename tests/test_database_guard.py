@@ -16,16 +16,18 @@ from pathlib import Path
 import pgtrigger
 import psycopg
 import pytest
+from django.contrib.auth import get_user_model
 from django.core.management.base import CommandError
 from django.db import connection, transaction
 from django.db.utils import DatabaseError
 
 from billing import services
-from billing.models import Charge, Office
+from billing.models import BooksCheck, Charge, Office
 from parcels.database import RoleError, app_role_grant
 from parcels.management.commands import backup
-from parcels.models import Parcel
-from parcels.services import owner_create, parcel_transfer
+from parcels.models import AccessEvent, Parcel
+from parcels.second_factor import second_factor_reset
+from parcels.services import access_event_record, owner_create, parcel_transfer
 from tests.billing import conftest as billing_fixtures
 from tests.commands import run_command
 from tests.test_books import build_books
@@ -41,9 +43,10 @@ GUARDED = {
     # billing: the books and every issued document, with their gapless number series
     "billing_charge", "billing_payment", "billing_paymentvoid", "billing_refund", "billing_receipt",
     "billing_ledgerentry", "billing_dayclose", "billing_debtcertificate", "billing_seizurestep", "billing_bill",
-    "billing_issueddocument", "billing_receiptseries", "billing_documentseries",
-    # parcels: the registry's change history
-    "parcels_ownerevent", "parcels_parcelevent", "parcels_ownershiptransferevent",
+    "billing_issueddocument", "billing_receiptseries", "billing_documentseries", "billing_bookscheck",
+    # parcels: the registry's change history, the access log, second-factor resets
+    "parcels_ownerevent", "parcels_parcelevent", "parcels_ownershiptransferevent", "parcels_accessevent",
+    "parcels_secondfactorreset", "parcels_secondfactorresetevent",
 }
 
 
@@ -78,6 +81,11 @@ def full_books(district_1, staff):
     buyer = owner_create(acting_user=staff["authority"], name="Ana Ortiz Matos", owner_key="OWN-T")
     parcel_transfer(acting_user=staff["authority"], parcel=Parcel.objects.get(parcel_id="P2"), to_owner=buyer,
                     effective_on=date(2026, 7, 15))
+    # the nightly check's record, the access log and a second-factor reset
+    services.books_check_run(acting_user=staff["hacienda"], trigger=BooksCheck.Trigger.COMMAND)
+    access_event_record(acting_user=staff["collector"], kind=AccessEvent.Kind.LOGIN)
+    second_factor_reset(acting_user=get_user_model().objects.create_superuser("it_admin", "it@example.pr", "x"), user=staff["hacienda"],
+                        reason="Teléfono perdido")
 
 
 @pytest.mark.django_db

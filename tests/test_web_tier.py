@@ -23,7 +23,7 @@ from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.core.management import call_command
 from django.db import OperationalError, connection
-from django.test import Client, RequestFactory
+from django.test import RequestFactory
 from django.urls import reverse
 
 from lajas_portal.settings import cache_settings
@@ -32,6 +32,7 @@ from parcels.portal import CLAIM_FAILURE_LIMIT
 from parcels.portal_forms import PASSWORD_RESET_PER_CLIENT, PASSWORD_RESET_PER_EMAIL
 from parcels.services import user_create
 from tests.conftest import PASSWORD
+from tests.otp import Client
 from tests.workers import ROOT, database_url
 
 WRONG_CODE = "AAAAA-AAAAA"
