@@ -3,6 +3,9 @@
 All or nothing: ``parse_parcel_csv`` reads every row and returns every error with its file line
 (the header is line 1) and column; ``parcels_import`` (in ``services``) writes only a file with
 no error. Bulk writes rely on the database's constraints instead of a query per row.
+Enumerated cells are read in Spanish or English, whatever their case and accents; numbers only
+with a decimal point (a decimal comma is refused, never guessed), and a file separated by
+semicolons is refused with one message (``_other_delimiter`` says why).
 """
 
 from __future__ import annotations

@@ -205,3 +205,24 @@ def test_the_template_downloads_and_imports_as_it_is(client, users, django_captu
 def test_only_authority_downloads_the_template(client, users):
     client.force_login(users["collector"])
     assert client.get(reverse("parcels:import-template")).status_code == 403
+
+
+@pytest.mark.django_db
+def test_the_command_dry_run_prints_the_preview_lines(tmp_path, capsys):
+    from django.core.management import call_command
+
+    run(GOOD)
+    p3_key = Parcel.objects.get(parcel_id="P-3").owner.owner_key
+    changed = tmp_path / "cambios.csv"
+    changed.write_text(CHANGED, encoding="utf-8")
+    call_command("import_parcels", str(changed), "--dry-run")
+    lines = capsys.readouterr().out.splitlines()
+    p2_key = Parcel.objects.get(parcel_id="P-2").owner.owner_key
+    assert lines == [
+        "dry run, nothing written: created 1, updated 2, unchanged 1 (owners created 2, updated 1)",  # LT-1 and P-4's owner
+        "new P-4 · owner Municipio de Lajas",
+        "parcel P-1 · gravity_acres: 100.0000 → 120.5000",
+        f"parcel P-2 · inclusion: permanent → trial; owner: Municipio de Lajas ({p2_key}) → Luis Toro (LT-1)",
+        f"owner {p3_key} · name: Ana Pagán → Ana Pagán Ruiz",
+    ]
+    assert Parcel.objects.get(parcel_id="P-1").gravity_acres == Decimal("100.0000")

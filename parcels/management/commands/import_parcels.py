@@ -41,3 +41,10 @@ class Command(BaseCommand):
             f"{prefix}created {summary['created']}, updated {summary['updated']}, unchanged {summary['unchanged']} "
             f"(owners created {summary['owners_created']}, updated {summary['owners_updated']})"
         )
+        if dry_run:  # the page's preview, as lines: the first PREVIEW_LIMIT of each list
+            for row in summary["created_rows"]:
+                self.stdout.write(f"new {row['parcel_id']} · owner {row['owner']}")
+            for kind, entries, name in (("parcel", summary["changes"], "parcel_id"), ("owner", summary["owner_changes"], "owner_key")):
+                for entry in entries:
+                    fields = "; ".join(f"{field}: {old or '-'} → {new or '-'}" for field, old, new in entry["fields"])
+                    self.stdout.write(f"{kind} {entry[name]} · {fields}")
