@@ -37,6 +37,7 @@ def totp_code(device: TOTPDevice) -> str:
 def verify_session(client: django.test.Client, user: Any) -> TOTPDevice | None:
     """After ``force_login``: mark the session verified by ``user``'s app the way
     ``django_otp.login`` does, for a user who must give the second factor."""
+    user.__dict__.pop("_lajas_second_factor", None)  # the answer cached for a request: ask again
     if not second_factor_required(user):
         return None
     device = app_device(user)
