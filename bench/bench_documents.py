@@ -75,8 +75,6 @@ def main() -> list[tuple[str, str]]:
     from django.conf import settings
     from django.db import connections
 
-    settings.JOBS_RUN_INLINE = False  # the batch job runs in the worker-like process below, not here
-
     from billing import documents, services
     from levy.services import estimate_certify, estimate_enter, levy_compute, roll_finalize
     from parcels.models import Parcel
@@ -114,7 +112,7 @@ def main() -> list[tuple[str, str]]:
     print(f"receipt PDF median {median * 1000:.0f} ms; payment+receipt median {statistics.median(payments[1:]) * 1000:.0f} ms",
           flush=True)
 
-    # Bulk printing of the July bills in a worker-like process.
+    # Bulk printing of the July bills in a worker-like process (no worker takes the deferred job).
     batch = documents.bill_batch_start(hacienda, "2026-2027", 1)
     db_name = settings.DATABASES["default"]["NAME"]
     connections.close_all()

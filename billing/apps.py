@@ -6,4 +6,4 @@ class BillingConfig(AppConfig):
     name = "billing"
 
     def ready(self) -> None:
-        from . import bulk  # noqa: F401  (registers the bill_batch job handler)
+        from . import bulk  # noqa: F401  (registers the bill_batch task; tasks.py modules are found by procrastinate)

@@ -20,8 +20,7 @@ import hashlib
 import logging
 import os
 import tempfile
-import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import Executor, Future, ProcessPoolExecutor
 from dataclasses import dataclass
 from datetime import date
@@ -33,7 +32,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from parcels.jobs import JobProgress, job_handler
+from parcels.jobs import JobProgress, job_task
 from parcels.models import Job
 
 from . import documents, pdf
@@ -47,7 +46,8 @@ CHUNK = 24  # bills issued per transaction (the bill series stays locked for a f
 class Renderer:
     """Renders bills and merges parts in this process, or in ``processes`` worker processes
     started with ``spawn``: fresh interpreters that inherit no database connection and never
-    open one (they get HTML, or PDF bytes, and give back PDF bytes, or a file)."""
+    open one (they get HTML, or PDF bytes, and give back PDF bytes, or a file), and that die
+    with this process (``pdf.die_with_parent``)."""
 
     def __init__(self, processes: int | None = None) -> None:
         wanted = processes or getattr(settings, "BILL_BATCH_PROCESSES", None) or os.cpu_count() or 1
@@ -58,7 +58,8 @@ class Renderer:
         if self.processes > 1 and self._pool is None:
             import multiprocessing
 
-            self._pool = ProcessPoolExecutor(self.processes, mp_context=multiprocessing.get_context("spawn"))
+            self._pool = ProcessPoolExecutor(self.processes, mp_context=multiprocessing.get_context("spawn"),
+                                             initializer=pdf.die_with_parent, initargs=(os.getpid(),))
         return self._pool
 
     def __call__(self, htmls: list[str]) -> list[bytes]:
@@ -137,10 +138,9 @@ def part_store(*, batch: BillBatch, merging: Merging) -> BillBatchPart:
 
 
 def bill_batch_run(*, batch: BillBatch, progress: JobProgress | None = None, processes: int | None = None,
-                   issued_on: date | None = None, heartbeat: Callable[[], None] | None = None) -> dict[str, Any]:
+                   issued_on: date | None = None) -> dict[str, Any]:
     """Make (or finish) a batch: issue its bills and write its parts. Safe to run again, even
-    alongside another run of the same batch (the second only skips what the first did).
-    ``heartbeat`` is called after every chunk."""
+    alongside another run of the same batch (the second only skips what the first did)."""
     charge_ids = list(documents.bill_batch_charges(batch).values_list("pk", flat=True))
     total = len(charge_ids)
     issued_on = issued_on or timezone.localdate(batch.created_at)
@@ -164,8 +164,6 @@ def bill_batch_run(*, batch: BillBatch, progress: JobProgress | None = None, pro
                     issued += documents.bill_batch_issue(batch=batch, charge_ids=chunk, issued_on=issued_on, render_many=renderer)
                     if progress is not None:
                         progress.set(done + part_ids.index(chunk[-1]) + 1, total)
-                    if heartbeat is not None:
-                        heartbeat()
                     store_merged(wait=False)
                 merging.append(part_write(batch=batch, index=index, charge_ids=part_ids, renderer=renderer))
             done += len(part_ids)
@@ -184,16 +182,9 @@ def bill_batch_run(*, batch: BillBatch, progress: JobProgress | None = None, pro
     return {"batch": batch.pk, "bills": total, "issued": issued, "parts": len(parts), "files": [part.pdf.name for part in parts]}
 
 
-@job_handler("bill_batch")
+@job_task("bill_batch")
 def bill_batch_job(job: Job, progress: JobProgress) -> dict:
-    """A semester's bills take longer than ``parcels.jobs.STALE_AFTER``: the job's ``started_at``
-    is moved forward as it goes, so another worker does not take it for dead and start over."""
+    """A semester's bills, however long it takes: the worker's heartbeat, not the job's age,
+    tells the other workers it is still at it (``parcels.jobs.retry_stalled_jobs``)."""
     batch = BillBatch.objects.select_related("fiscal_year").get(pk=job.payload["batch_id"])
-    last = [time.monotonic()]
-
-    def heartbeat() -> None:
-        if time.monotonic() - last[0] > 60:
-            Job.objects.filter(pk=job.pk, status=Job.Status.RUNNING).update(started_at=timezone.now())
-            last[0] = time.monotonic()
-
-    return bill_batch_run(batch=batch, progress=progress, processes=job.payload.get("processes"), heartbeat=heartbeat)
+    return bill_batch_run(batch=batch, progress=progress, processes=job.payload.get("processes"))

@@ -470,13 +470,32 @@ def bill_batch_charges(batch: BillBatch) -> QuerySet[Charge]:
     return charges.order_by("parcel__parcel_id", "pk")
 
 
+BILL_BATCH = "bill_batch"  # the procrastinate task (billing/bulk.py)
+
+
+def _bill_batch_defer(acting_user: Any, batch: BillBatch, processes: int | None, queue: str | None = None) -> Job:
+    """The batch's job: one bill batch per semester at a time, whatever its filters (two batches
+    of the same installments at once would number their bills twice)."""
+    from parcels.jobs import JobBusy, job_defer
+
+    payload: dict[str, Any] = {"batch_id": batch.pk}
+    if processes:
+        payload["processes"] = processes
+    what = _("los avisos de %(y)s, plazo %(n)s") % {"y": batch.fiscal_year.label, "n": batch.number}
+    try:
+        return job_defer(kind=BILL_BATCH, key=f"{batch.fiscal_year.label}/{batch.number}", payload=payload,
+                         acting_user=acting_user, what=what, queue=queue)
+    except JobBusy as exc:
+        raise BillingError(str(exc)) from None
+
+
 @transaction.atomic
-def bill_batch_start(acting_user: Any, fiscal_year: str | FiscalYear, number: int, filters: dict[str, Any] | None = None) -> BillBatch:
+def bill_batch_start(acting_user: Any, fiscal_year: str | FiscalYear, number: int, filters: dict[str, Any] | None = None,
+                     processes: int | None = None, queue: str | None = None) -> BillBatch:
     """Hacienda prints a semester's bills (installment ``number`` of ``fiscal_year``, or the
     ``filters``: ``parcel_ids``, ``parcel_prefix``, ``owner_key``) as merged PDFs of at most 250
-    pages, made by a background job (kind ``bill_batch``)."""
-    from parcels.jobs import job_enqueue
-
+    pages, made by a background job (task ``bill_batch``, rendering in ``processes`` processes,
+    on procrastinate's ``queue``: every worker takes every queue). Refused while another batch of the same semester is queued or running."""
     if not has_role(acting_user, HACIENDA):
         raise BillingError(_("Solo Hacienda imprime los avisos en lote."))
     label = fiscal_year.label if isinstance(fiscal_year, FiscalYear) else str(fiscal_year)
@@ -491,7 +510,7 @@ def bill_batch_start(acting_user: Any, fiscal_year: str | FiscalYear, number: in
     if not bill_batch_charges(batch).exists():
         raise BillingError(_("Ningún plazo corresponde a esa selección."))
     batch.save()
-    batch.job = job_enqueue(kind="bill_batch", payload={"batch_id": batch.pk}, acting_user=acting_user)
+    batch.job = _bill_batch_defer(acting_user, batch, processes, queue)
     batch.save(update_fields=["job"])
     return batch
 
@@ -499,16 +518,15 @@ def bill_batch_start(acting_user: Any, fiscal_year: str | FiscalYear, number: in
 @transaction.atomic
 def bill_batch_resume(acting_user: Any, batch: BillBatch) -> BillBatch:
     """Start a failed batch again with a new job: the bills and parts already made are kept and
-    skipped (``bulk.bill_batch_run`` resumes), so nothing is billed twice."""
-    from parcels.jobs import job_enqueue
-
+    skipped (``bulk.bill_batch_run`` resumes), so nothing is billed twice. Refused while another
+    batch of the same semester is queued or running."""
     if not has_role(acting_user, HACIENDA):
         raise BillingError(_("Solo Hacienda imprime los avisos en lote."))
-    batch = BillBatch.objects.select_for_update(of=("self",)).select_related("job").get(pk=batch.pk)
+    batch = BillBatch.objects.select_for_update(of=("self",)).select_related("job", "fiscal_year").get(pk=batch.pk)
     if batch.job is not None and batch.job.status != Job.Status.FAILED:
         raise BillingError(_("El lote no falló: no hay nada que reanudar."))
     logger.info("bill batch %s resumed by %s", batch.pk, getattr(acting_user, "username", None))
-    batch.job = job_enqueue(kind="bill_batch", payload={"batch_id": batch.pk}, acting_user=acting_user)
+    batch.job = _bill_batch_defer(acting_user, batch, (batch.job.payload.get("processes") if batch.job else None))
     batch.save(update_fields=["job"])
     return batch
 

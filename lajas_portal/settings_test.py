@@ -12,7 +12,6 @@ EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
 # A test that starts a worker process hands it its MEDIA_ROOT through TEST_MEDIA_ROOT.
 MEDIA_ROOT = Path(os.environ.get("TEST_MEDIA_ROOT") or tempfile.mkdtemp(prefix="lajas-media-"))  # noqa: F405
 STATIC_ROOT = Path(tempfile.mkdtemp(prefix="lajas-static-"))  # noqa: F405
-JOBS_RUN_INLINE = True
 DEMO_DATA_ALLOWED = True
 SECURE_SSL_REDIRECT = False
 STORAGES["staticfiles"] = {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"}  # noqa: F405

@@ -28,8 +28,19 @@ ROLL_LINE_COLUMNS = (
 )
 
 
+LEVY_COMPUTE = "levy_compute"  # the procrastinate task (levy/tasks.py)
+
+
 class LevyError(Exception):
     """A refusal with a one-line reason for the page or the command line."""
+
+
+class LevyComputeBusy(LevyError):
+    """A compute of the same fiscal year is queued or running: ``job`` is its record."""
+
+    def __init__(self, busy: Any) -> None:
+        super().__init__(str(busy))
+        self.job = busy.job
 
 
 def _require_role(user: Any, role: str) -> None:
@@ -187,6 +198,21 @@ def compute(*, year: FiscalYear, estimate: Estimate, parcels: list[rules.ParcelI
         )
     except rules.LevyRuleError as exc:
         raise LevyError(str(exc)) from exc
+
+
+@transaction.atomic
+def levy_compute_start(*, acting_user: Any, fiscal_year: str) -> Any:
+    """Queue ``levy_compute`` for a worker (the page follows its progress). One compute per fiscal
+    year at a time: while one is queued or running a second is refused, saying who asked for the
+    running one, since when and how far it is (``LevyComputeBusy``)."""
+    from parcels.jobs import JobBusy, job_defer
+
+    _require_role(acting_user, HACIENDA)
+    try:
+        return job_defer(kind=LEVY_COMPUTE, key=fiscal_year, payload={"fiscal_year": fiscal_year}, acting_user=acting_user,
+                         what=_("el cálculo del padrón de %(y)s") % {"y": fiscal_year})
+    except JobBusy as exc:
+        raise LevyComputeBusy(exc) from None
 
 
 @transaction.atomic

@@ -1,16 +1,15 @@
-"""Job handlers of the levy (registered by ``LevyConfig.ready``)."""
+"""Tasks of the levy (procrastinate, found by ``procrastinate.contrib.django``'s autodiscovery)."""
 
 from __future__ import annotations
 
-from parcels.jobs import JobProgress, job_handler
+from parcels.jobs import JobProgress, job_task
 from parcels.models import Job
 
 from . import services
+from .services import LEVY_COMPUTE
 
-LEVY_COMPUTE = "levy_compute"
 
-
-@job_handler(LEVY_COMPUTE)
+@job_task(LEVY_COMPUTE)
 def compute_levy(job: Job, progress: JobProgress) -> dict:
     """¶1–¶10: compute the year's draft levy and roll for the officer who asked.
 

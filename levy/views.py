@@ -20,7 +20,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_POST
 
-from parcels.jobs import job_enqueue
+from parcels.jobs import job_active
 from parcels.models import Job
 from parcels.roles import AUDITOR, AUTHORITY, HACIENDA, STAFF_ROLES, has_role, role_required
 
@@ -29,7 +29,7 @@ from .exports import ROLL_COLUMNS, levy_summary, roll_rows, safe_cell
 from .filters import REASON_SHORT
 from .forms import CorrectionForm, EstimateForm, FiscalYearForm, WhatIfForm
 from .models import Estimate, FiscalYear, LegalParameterSet, Levy, RollCorrection, RollLine
-from .tasks import LEVY_COMPUTE
+from .services import LEVY_COMPUTE
 
 YEAR_READERS = (AUTHORITY, HACIENDA, AUDITOR)
 ROLL_READERS = (HACIENDA, AUDITOR)
@@ -247,11 +247,6 @@ def worksheet_lines(levy: Any) -> list[PrintedLine]:
     return lines
 
 
-def _running_job(label: str) -> Job | None:
-    return (Job.objects.filter(kind=LEVY_COMPUTE, payload__fiscal_year=label, status__in=[Job.Status.QUEUED, Job.Status.RUNNING])
-            .order_by("-created_at").first())
-
-
 @role_required(*ROLL_READERS)
 def worksheet(request: HttpRequest, year: str) -> HttpResponse:
     label = _label(year)
@@ -264,7 +259,7 @@ def worksheet(request: HttpRequest, year: str) -> HttpResponse:
         estimate = services.current_estimate(fiscal_year)
         final = services.final_levy(fiscal_year)
         levy = final or services.draft_levy(fiscal_year)
-        context.update(estimate=estimate, final=final, levy=levy, job=_running_job(label))
+        context.update(estimate=estimate, final=final, levy=levy, job=job_active(LEVY_COMPUTE, label))
         if levy is not None:
             context.update(
                 lines=worksheet_lines(levy), chart=charts.waterfall(charts.worksheet_steps(levy)),
@@ -282,9 +277,14 @@ def worksheet(request: HttpRequest, year: str) -> HttpResponse:
 @require_POST
 @role_required(HACIENDA)
 def compute(request: HttpRequest, year: str) -> HttpResponse:
-    """Queue ``levy_compute`` for the worker; the progress page waits for it."""
+    """Queue ``levy_compute`` for a worker; the progress page waits for it. While another compute
+    of the year runs, the request is refused and its page says which one (and shows its progress)."""
     label = _label(year)
-    job = _running_job(label) or job_enqueue(kind=LEVY_COMPUTE, payload={"fiscal_year": label}, acting_user=request.user)
+    try:
+        job = services.levy_compute_start(acting_user=request.user, fiscal_year=label)
+    except services.LevyComputeBusy as exc:
+        messages.error(request, str(exc))
+        job = exc.job
     return redirect("levy:compute-progress", year=label, pk=job.pk)
 
 

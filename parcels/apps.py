@@ -27,7 +27,7 @@ class ParcelsConfig(AppConfig):
     verbose_name = _("Registro de predios")
 
     def ready(self) -> None:
-        from . import signals, tasks  # noqa: F401  (register the access-log receivers and the job handlers)
+        from . import signals  # noqa: F401  (registers the access-log receivers; procrastinate finds tasks.py)
 
         post_migrate.connect(cache_table_create, sender=self, dispatch_uid="parcels.cache_table_create")
         # After the migrations, which may have installed pgtrigger's permissive version again.

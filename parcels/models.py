@@ -19,8 +19,8 @@ Design:
 - ``AccessEvent`` is the append-only log of sign-ins (success, failure, lockout), sign-outs and
   refusals (403 from a role check, 404 from the access doors on someone else's object); database
   triggers refuse UPDATE and DELETE, and it never holds a password, a token or a query string.
-- ``Job`` is a small database-backed queue for long runs (imports, rolls, bulk printing): the
-  worker (``manage.py run_worker``) takes rows with ``SELECT … FOR UPDATE SKIP LOCKED``.
+- ``Job`` records a long run (imports, rolls, bulk printing) done by a procrastinate worker
+  (``manage.py run_worker``), with the progress its page shows (``parcels.jobs``).
 """
 
 from __future__ import annotations
@@ -189,7 +189,11 @@ class SecondFactorReset(models.Model):
 
 
 class Job(models.Model):
-    """A long run done by the worker, with progress for the page that waits on it."""
+    """Our record of one long run (``parcels.jobs``): the procrastinate job that does the work,
+    and what the page that waits on it shows (status, progress, result or error, who asked).
+
+    Records with the same ``kind`` and ``key`` (a roll's fiscal year, a bill batch's semester)
+    run one at a time: the database refuses a second one while the first is queued or running."""
 
     class Status(models.TextChoices):
         QUEUED = "queued", _("En cola")
@@ -197,7 +201,10 @@ class Job(models.Model):
         DONE = "done", _("Terminado")
         FAILED = "failed", _("Falló")
 
+    ACTIVE = (Status.QUEUED, Status.RUNNING)
+
     kind = models.CharField(max_length=40)
+    key = models.CharField(max_length=80, null=True, blank=True)
     payload = models.JSONField(default=dict)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
     progress = models.PositiveIntegerField(default=0)
@@ -205,6 +212,7 @@ class Job(models.Model):
     result = models.JSONField(default=dict, blank=True)
     error = models.TextField(blank=True)
     attempts = models.PositiveSmallIntegerField(default=0)
+    procrastinate_job_id = models.BigIntegerField(null=True, blank=True, unique=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
@@ -213,6 +221,10 @@ class Job(models.Model):
     class Meta:
         ordering = ["-created_at"]
         indexes = [models.Index(fields=["status", "created_at"])]
+        constraints = [
+            models.UniqueConstraint(fields=["kind", "key"], condition=Q(status__in=["queued", "running"], key__isnull=False),
+                                    name="one_active_job_per_kind_and_key"),
+        ]
 
     @property
     def percent(self) -> int:

@@ -402,13 +402,13 @@ def user_create(
 @transaction.atomic
 def import_upload_create(*, acting_user: Any, file: Any) -> Any:
     """Store an uploaded CSV and queue the job that parses it and prepares the preview."""
-    from .jobs import job_enqueue
+    from .jobs import job_defer
     from .models import ImportUpload
 
     upload = ImportUpload(original_name=file.name[:255], uploaded_by=acting_user)
     upload.file.save(file.name, file, save=False)
     upload.save()
-    upload.job = job_enqueue(kind="parcel_import_parse", payload={"upload_id": upload.pk}, acting_user=acting_user)
+    upload.job = job_defer(kind="parcel_import_parse", payload={"upload_id": upload.pk}, acting_user=acting_user)
     upload.save(update_fields=["job"])
     return upload
 
@@ -416,14 +416,14 @@ def import_upload_create(*, acting_user: Any, file: Any) -> Any:
 @transaction.atomic
 def import_upload_apply(*, acting_user: Any, upload: Any) -> Any:
     """The clerk confirmed the preview: queue the job that writes the file (all or nothing)."""
-    from .jobs import job_enqueue
+    from .jobs import job_defer
     from .models import ImportUpload
 
     upload = ImportUpload.objects.select_for_update().get(pk=upload.pk)
     if upload.status != ImportUpload.Status.READY:
         raise ValidationError(_("Esta importación no está lista para confirmar."))
     upload.status = ImportUpload.Status.APPLYING
-    upload.job = job_enqueue(kind="parcel_import_apply", payload={"upload_id": upload.pk}, acting_user=acting_user)
+    upload.job = job_defer(kind="parcel_import_apply", payload={"upload_id": upload.pk}, acting_user=acting_user)
     upload.save(update_fields=["status", "job"])
     return upload
 

@@ -1,16 +1,18 @@
-"""Job handlers of the parcel registry."""
+"""Tasks of the parcel registry (procrastinate, found by ``procrastinate.contrib.django``'s autodiscovery).
+
+The periodic ``retry_stalled_jobs`` is registered with ``parcels.jobs``, imported here."""
 
 from __future__ import annotations
 
 from django.db import transaction
 
 from .imports import parse_parcel_csv
-from .jobs import JobProgress, job_handler
+from .jobs import JobProgress, job_task
 from .models import ImportUpload, Job
 from .services import import_plan
 
 
-@job_handler("parcel_import_parse")
+@job_task("parcel_import_parse")
 def parse_upload(job: Job, progress: JobProgress) -> dict:
     """Parse an uploaded CSV and store the preview (or every error) on the upload."""
     upload = ImportUpload.objects.get(pk=job.payload["upload_id"])
@@ -38,7 +40,7 @@ def parse_upload(job: Job, progress: JobProgress) -> dict:
     return {"status": upload.status}
 
 
-@job_handler("parcel_import_apply")
+@job_task("parcel_import_apply")
 def apply_upload(job: Job, progress: JobProgress) -> dict:
     """Write a confirmed upload. A file that no longer passes (the registry changed) is rejected whole."""
     from .services import parcels_import

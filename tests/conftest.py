@@ -180,3 +180,86 @@ def books_balance_after_test(request):
     findings = books.verify()
     if findings:
         pytest.fail("the books do not balance after this test:\n" + "\n".join(str(f) for f in findings), pytrace=False)
+
+
+# --- Background jobs in the test's own process ---------------------------------------------------
+
+
+class InlineJobs:
+    """procrastinate's ``InMemoryConnector`` stands in for the job tables, and what is deferred runs
+    here, in this thread (so inside the test's transaction), when the transaction that deferred it
+    commits: ``django_capture_on_commit_callbacks(execute=True)``, or a real commit in transactional
+    and live-server tests. ``run()`` runs what is queued now, as a worker would: a job that fails
+    with an error its task retries goes back to the queue and runs again."""
+
+    def __init__(self) -> None:
+        from procrastinate.testing import InMemoryConnector
+
+        self.connector = InMemoryConnector()
+
+    def _next(self) -> dict | None:
+        locks = set(self.connector.current_locks)
+        return next((row for _id, row in sorted(self.connector.jobs.items())
+                     if row["status"] == "todo" and (row["lock"] is None or row["lock"] not in locks)), None)
+
+    def run(self) -> int:
+        from procrastinate import jobs
+        from procrastinate.contrib.django import app
+
+        ran = 0
+        while (row := self._next()) is not None:
+            row["status"] = "doing"
+            task = app.tasks[row["task_name"]]
+            ran += 1
+            try:
+                task(**row["args"])
+            except Exception as exc:
+                if task.get_retry_exception(exception=exc, job=jobs.Job.from_row(row)) is not None:
+                    row.update(status="todo", attempts=row["attempts"] + 1)
+                else:
+                    row["status"] = "failed"
+            else:
+                row["status"] = "succeeded"
+        return ran
+
+    def statuses(self) -> list[str]:
+        return [row["status"] for _id, row in sorted(self.connector.jobs.items())]
+
+
+@pytest.fixture(autouse=True)
+def inline_jobs(request, monkeypatch):
+    """Every test but those that start real workers (``jobs_in_database``) runs its jobs inline."""
+    if "jobs_in_database" in request.fixturenames:
+        yield None
+        return
+    from django.db import transaction
+    from procrastinate import manager
+    from procrastinate.contrib.django import app
+
+    jobs = InlineJobs()
+    defer_job = manager.JobManager.defer_job
+
+    def defer_then_run_on_commit(self, *args, **kwargs):
+        job = defer_job(self, *args, **kwargs)
+        transaction.on_commit(jobs.run)
+        return job
+
+    monkeypatch.setattr(manager.JobManager, "defer_job", defer_then_run_on_commit)
+    with app.replace_connector(jobs.connector):
+        yield jobs
+
+
+@pytest.fixture
+def jobs_in_database(seed_rows):
+    """Jobs go to procrastinate's tables, for worker processes (tests/workers.py) to take; those
+    tables are not Django's to flush, so they are emptied before and after the test."""
+    from django.db import connection
+
+    def empty() -> None:
+        with connection.cursor() as cursor:
+            cursor.execute("TRUNCATE procrastinate_jobs, procrastinate_events, procrastinate_periodic_defers, "
+                           "procrastinate_workers RESTART IDENTITY CASCADE")
+
+    empty()
+    yield
+    empty()

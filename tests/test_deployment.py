@@ -224,6 +224,13 @@ def test_web_runs_gunicorn_and_worker_runs_the_job_worker(services):
     assert worker_command[-2:] == ["manage.py", "run_worker"]
 
 
+def test_the_worker_service_scales(services):
+    """``docker compose up --scale worker=3``: nothing in the service may be one of a kind."""
+    worker = services["worker"]
+    assert not {"container_name", "hostname", "ports"} & set(worker)
+    assert "deploy" not in worker or "replicas" not in worker["deploy"]
+
+
 def test_app_services_read_dotenv_and_wait_for_a_healthy_db_and_the_migrations(services):
     for name in APP_SERVICES:
         service = services[name]
@@ -375,8 +382,7 @@ def test_env_example_is_shaped_for_production():
         assert owner.get(name) is not None, f"{name} must be set (not commented) in .env.owner.example"
     assert set(owner) == {"POSTGRES_DB", "POSTGRES_USER", "POSTGRES_PASSWORD", "MIGRATE_DATABASE_URL"}
     assert example["DEBUG"].lower() not in TRUE_WORDS
-    for name in ("DEMO_DATA_ALLOWED", "JOBS_RUN_INLINE"):
-        assert (example.get(name) or "false").lower() not in TRUE_WORDS
+    assert (example.get("DEMO_DATA_ALLOWED") or "false").lower() not in TRUE_WORDS
     assert "CHANGE_ME" in example["SECRET_KEY"], "a placeholder, never a real key"
     assert "CHANGE_ME" in owner["POSTGRES_PASSWORD"]
     assert "CHANGE_ME" in urlsplit(example["DATABASE_URL"]).password

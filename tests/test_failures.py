@@ -18,15 +18,13 @@ from typing import Any
 
 import pytest
 from django.db import DEFAULT_DB_ALIAS, InterfaceError, OperationalError, connection, connections
-from django.db.models import F, Sum
-from django.utils import timezone
+from django.db.models import Sum
 
 from billing import documents, services
 from billing.models import IssuedDocument, LedgerEntry, Payment, Receipt, ReceiptSeries
 from levy import services as levy_services
 from levy.models import FiscalYear, Levy, RollLine
 from levy.services import estimate_certify, estimate_enter, levy_compute, roll_finalize
-from levy.tasks import LEVY_COMPUTE
 from parcels import jobs
 from parcels.models import Job, Parcel
 from tests.conftest import EXAMPLE_1
@@ -199,9 +197,8 @@ def stored_roll() -> dict[str, Any]:
 
 
 def test_a_roll_job_whose_connection_drops_mid_copy_leaves_the_old_draft_and_is_retried(
-    seed_rows, make_parcel, owner_a, owner_b, staff, settings, monkeypatch,
+    seed_rows, make_parcel, owner_a, owner_b, staff, monkeypatch, inline_jobs,
 ):
-    settings.JOBS_RUN_INLINE = False  # a worker takes the job, as in production
     # ~140 bytes a roll line: 600 lines make two 32 kB chunks, so the server holds a whole CopyData
     # message even over a Unix socket (the embedded server), where libpq sends whole 8 kB blocks only.
     roll_district(make_parcel, owner_a, owner_b, 600)
@@ -211,9 +208,6 @@ def test_a_roll_job_whose_connection_drops_mid_copy_leaves_the_old_draft_and_is_
     make_parcel("LAJ-NEW", owner_b, gravity="321.5")  # the registry moves on: the new roll differs
     assert expected_roll() != previous
 
-    job = jobs.job_enqueue(kind=LEVY_COMPUTE, payload={"fiscal_year": YEAR}, acting_user=staff["hacienda"])
-    claimed = jobs.job_claim()
-    assert claimed.pk == job.pk
     # The last progress report comes from inside the COPY of the roll lines: the new Levy row is
     # written and the server has taken lines in (psycopg sends them in 32 kB chunks), the COPY is
     # not ended. The connection dies right there.
@@ -227,107 +221,238 @@ def test_a_roll_job_whose_connection_drops_mid_copy_leaves_the_old_draft_and_is_
             terminate(pid)
         report(self, done, total)
 
+    # What the second attempt finds when it starts: what the first one left behind.
+    found_by_retry: list[tuple] = []
+    compute = levy_services.levy_compute
+
+    def look_then_compute(**kwargs: Any) -> Levy:
+        if copied:
+            record = Job.objects.get()
+            found_by_retry.append((stored_roll(), Levy.objects.get().pk, record.status, record.attempts, record.error))
+        return compute(**kwargs)
+
     monkeypatch.setattr(jobs.JobProgress, "set", report_then_drop)
-    jobs.job_run(job.pk)
-    assert copied[0] > 0
-    monkeypatch.undo()
+    monkeypatch.setattr(levy_services, "levy_compute", look_then_compute)
+    job = levy_services.levy_compute_start(acting_user=staff["hacienda"], fiscal_year=YEAR)  # committed: it runs
+    assert 0 < copied[0] < expected_roll()["lines"]
+    [(roll, levy_pk, status, attempts, error)] = found_by_retry
+    assert roll == previous and levy_pk == old.pk  # the old draft, whole
+    assert (status, attempts) == (Job.Status.QUEUED, 1) and "terminating connection" in error  # back in the queue
 
-    assert stored_roll() == previous and Levy.objects.get().pk == old.pk  # the old draft, whole
     job.refresh_from_db()
-    assert (job.status, job.attempts) == (Job.Status.QUEUED, 1)  # back in the queue, one attempt spent
-    assert "terminating connection" in job.error
-
-    assert jobs.job_claim().pk == job.pk  # the next turn of the worker loop, on the same worker
-    job = jobs.job_run(job.pk)
-    assert (job.status, job.attempts) == (Job.Status.DONE, 2)
+    assert (job.status, job.attempts, job.error) == (Job.Status.DONE, 2, "")
+    assert inline_jobs.statuses() == ["succeeded"]  # one procrastinate job, retried once by its task's strategy
     assert stored_roll() == expected_roll()
     assert job.result["levy_id"] == Levy.objects.get().pk != old.pk
 
 
 def test_a_roll_job_that_keeps_losing_its_connection_fails_after_max_attempts(
-    seed_rows, make_parcel, owner_a, owner_b, staff, settings, monkeypatch,
+    seed_rows, make_parcel, owner_a, owner_b, staff, monkeypatch, inline_jobs,
 ):
-    settings.JOBS_RUN_INLINE = False
     roll_district(make_parcel, owner_a, owner_b, 20)
     certified_estimates(staff)
-    job = jobs.job_enqueue(kind=LEVY_COMPUTE, payload={"fiscal_year": YEAR}, acting_user=staff["hacienda"])
     original = levy_services.copy_insert
+    tries: list[int] = []
 
     def copy_insert_on_a_dying_connection(*args: Any, **kwargs: Any) -> int:
+        tries.append(Job.objects.get().attempts)
         terminate(backend_pid())
         return original(*args, **kwargs)
 
     monkeypatch.setattr(levy_services, "copy_insert", copy_insert_on_a_dying_connection)
-    statuses = []
-    while (claimed := jobs.job_claim()) is not None:
-        statuses.append(jobs.job_run(claimed.pk).status)
-    assert statuses == [Job.Status.QUEUED] * (jobs.MAX_ATTEMPTS - 1) + [Job.Status.FAILED]
+    job = levy_services.levy_compute_start(acting_user=staff["hacienda"], fiscal_year=YEAR)
+    assert tries == [1, 2, 3] == list(range(1, jobs.MAX_ATTEMPTS + 1))
     job.refresh_from_db()
-    assert job.attempts == jobs.MAX_ATTEMPTS and job.finished_at is not None
+    assert (job.status, job.attempts) == (Job.Status.FAILED, jobs.MAX_ATTEMPTS) and job.finished_at is not None
+    assert "terminating connection" in job.error
+    assert inline_jobs.statuses() == ["failed"]
     assert not Levy.objects.exists() and not RollLine.objects.exists()
 
 
-def test_a_job_whose_worker_died_on_its_last_attempt_is_failed_not_left_running(seed_rows, staff):
-    """Otherwise the compute page would wait on it forever and no new compute could be queued."""
-    job = jobs.job_enqueue(kind=LEVY_COMPUTE, payload={"fiscal_year": YEAR}, acting_user=staff["hacienda"])
-    Job.objects.filter(pk=job.pk).update(status=Job.Status.RUNNING, attempts=jobs.MAX_ATTEMPTS,
-                                         started_at=timezone.now() - jobs.STALE_AFTER - timedelta(minutes=1))
-    assert jobs.job_claim() is None
-    job.refresh_from_db()
-    assert job.status == Job.Status.FAILED and job.error and job.finished_at is not None
+@pytest.mark.django_db
+def test_the_jobs_of_a_silent_worker_go_back_to_the_queue_and_fail_after_their_last_attempt(staff, inline_jobs, settings):
+    """``retry_stalled_jobs``, on procrastinate's in-memory connector: the worker that took three
+    computes stopped sending heartbeats; another one is alive and busy with a fourth."""
+    from asgiref.sync import async_to_sync
+    from procrastinate.contrib.django import app
+    from procrastinate.job_context import JobContext
+
+    records = {label: levy_services.levy_compute_start(acting_user=staff["hacienda"], fiscal_year=label)
+               for label in ("2026-2027", "2027-2028", "2028-2029")}
+    connector = inline_jobs.connector
+    dead, alive = (async_to_sync(app.job_manager.register_worker)() for _ in range(2))
+    connector.workers[dead] -= timedelta(seconds=settings.JOBS_STALLED_AFTER_SECONDS + 1)
+    for label, worker_id, attempts in [("2026-2027", dead, 0), ("2027-2028", dead, jobs.MAX_ATTEMPTS - 1),
+                                       ("2028-2029", alive, 0)]:
+        connector.jobs[records[label].procrastinate_job_id].update(status="doing", worker_id=worker_id, attempts=attempts)
+        Job.objects.filter(pk=records[label].pk).update(status=Job.Status.RUNNING, attempts=attempts + 1)
+
+    context = JobContext(app=app, job=None, start_timestamp=time.time(), abort_reason=lambda: None)
+    retried = async_to_sync(jobs.retry_stalled_jobs.func)(context, int(time.time()))
+
+    rows = {label: connector.jobs[record.procrastinate_job_id] for label, record in records.items()}
+    assert retried == [rows["2026-2027"]["id"]]
+    assert [(row["status"], row["attempts"]) for row in rows.values()] == [("todo", 1), ("failed", 3), ("doing", 0)]
+    for record in records.values():
+        record.refresh_from_db()
+    assert records["2026-2027"].status == Job.Status.QUEUED  # the page shows it waiting for a worker again
+    assert records["2027-2028"].status == Job.Status.FAILED and records["2027-2028"].finished_at is not None
+    assert records["2027-2028"].error == "El proceso que hacía este trabajo se detuvo en cada uno de sus 3 intentos."
+    assert records["2028-2029"].status == Job.Status.RUNNING  # its worker is alive: left alone
 
 
-# --- A worker killed while it holds a job -----------------------------------------------------
+# --- Real workers: connections cut, a worker killed, two workers sharing the queue ------------
 
 
-def test_a_job_whose_worker_is_killed_is_taken_again_once_stale_and_completes_once(
-    seed_rows, make_parcel, owner_a, owner_b, staff, settings,
+def worker_backends(worker: Any) -> list[tuple[int, str]]:
+    """The database sessions of a worker process (tests/workers.py names them)."""
+    return side_sql("SELECT pid, query FROM pg_stat_activity WHERE application_name = %s", [worker.application_name])
+
+
+def registered_workers() -> int:
+    return side_sql("SELECT count(*) FROM procrastinate_workers")[0][0]
+
+
+def stop(worker: Any) -> None:
+    """SIGTERM, as ``docker stop`` sends it: the worker ends cleanly."""
+    if worker.poll() is None:
+        worker.send_signal(signal.SIGTERM)
+        assert worker.wait(timeout=30) == 0, worker.output()[-3000:]
+
+
+def test_a_worker_whose_connections_are_cut_reconnects_and_carries_on(jobs_in_database, make_parcel, owner_a, staff):
+    for parcel_id, gravity in EXAMPLE_1:
+        make_parcel(parcel_id, owner_a, gravity=gravity)
+    certified_estimates(staff)
+    worker = run_worker()
+    try:
+        def listening() -> list[tuple[int, str]]:
+            assert worker.poll() is None, worker.output()[-3000:]
+            backends = worker_backends(worker)
+            return backends if registered_workers() == 1 and any(q.startswith("LISTEN") for _pid, q in backends) else []
+
+        backends = wait_for(listening, "the worker to connect and listen", timeout=60)
+        # Every connection of the worker is cut, as an operator's pg_terminate_backend does.
+        cut = [pid for pid, done in side_sql("SELECT pid, pg_terminate_backend(pid, 5000) FROM unnest(%s::int[]) AS pid",
+                                             [[pid for pid, _query in backends]]) if done]
+        listener = [pid for pid, query in backends if query.startswith("LISTEN")]
+        assert len(cut) >= 2 and set(listener) <= set(cut)  # its pool and its listener
+        assert not {pid for pid, _query in worker_backends(worker)} & set(cut)
+
+        job = levy_services.levy_compute_start(acting_user=staff["hacienda"], fiscal_year=YEAR)
+
+        def done() -> bool:
+            assert worker.poll() is None, worker.output()[-3000:]  # the same process, still running
+            job.refresh_from_db()
+            return job.status not in Job.ACTIVE
+
+        wait_for(done, "the worker to run the job", timeout=60)
+        assert (job.status, job.attempts) == (Job.Status.DONE, 1), job.error
+        # Worked example 1: $90,000.00 subtotal + the 2% margin of ¶3 = $91,800.00 over 5 lines.
+        assert job.result["lines"] == 5 and job.result["total_levy"] == "91800.00"
+        assert registered_workers() == 1
+    finally:
+        stop(worker)
+
+
+def test_a_killed_workers_roll_job_is_taken_again_by_another_worker_within_a_minute(
+    jobs_in_database, make_parcel, owner_a, owner_b, staff,
 ):
-    settings.JOBS_RUN_INLINE = False
     roll_district(make_parcel, owner_a, owner_b, 40)
     certified_estimates(staff)
-    job = jobs.job_enqueue(kind=LEVY_COMPUTE, payload={"fiscal_year": YEAR}, acting_user=staff["hacienda"])
     name = connection.settings_dict["NAME"]
-
     # Another session holds a lock on the roll lines' table, so the worker stops inside
-    # levy_compute as its COPY of the lines starts (the job ``running``, the new Levy row written,
+    # levy_compute as its COPY of the lines starts (the job running, the new Levy row written,
     # the transaction open) and is killed there.
     blocker = connections.create_connection(DEFAULT_DB_ALIAS)
     blocker.set_autocommit(False)
-    worker = run_worker()
+    with blocker.cursor() as cursor:
+        cursor.execute(f"LOCK TABLE {RollLine._meta.db_table} IN SHARE MODE")
+    first = run_worker()
+    second = None
     try:
-        with blocker.cursor() as cursor:
-            cursor.execute(f"LOCK TABLE {RollLine._meta.db_table} IN SHARE MODE")
+        job = levy_services.levy_compute_start(acting_user=staff["hacienda"], fiscal_year=YEAR)
 
         def blocked_worker() -> list[tuple]:
-            assert worker.poll() is None, worker.communicate()[1]
+            assert first.poll() is None, first.output()[-3000:]
             return side_sql("SELECT pid, query FROM pg_stat_activity WHERE datname = %s AND wait_event_type = 'Lock'", [name])
 
-        ((pid, query),) = wait_for(blocked_worker, "the worker to reach the COPY")
+        ((pid, query),) = wait_for(blocked_worker, "the worker to reach the COPY", timeout=60)
         assert query.startswith("COPY")
         job.refresh_from_db()
         assert (job.status, job.attempts) == (Job.Status.RUNNING, 1)
-        worker.send_signal(signal.SIGKILL)
-        assert worker.wait(timeout=10) == -signal.SIGKILL
+        second = run_worker()
+        wait_for(lambda: registered_workers() == 2, "the second worker to start", timeout=60)
+        first.send_signal(signal.SIGKILL)
+        killed = time.monotonic()
+        assert first.wait(timeout=10) == -signal.SIGKILL
+        # The dead worker's backend goes away with it; make sure before looking at what it left.
+        side_sql("SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity WHERE pid = %s", [pid])
     finally:
-        if worker.poll() is None:
-            worker.kill()
-            worker.wait()
         blocker.rollback()
         blocker.close()
-    # The dead worker's backend goes away with it; make sure before looking at what it left.
-    side_sql("SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity WHERE pid = %s", [pid])
+        if first.poll() is None:
+            first.kill()
+            first.wait()
+    try:
+        job.refresh_from_db()
+        assert (job.status, job.attempts) == (Job.Status.RUNNING, 1)  # nobody finished it
+        assert not Levy.objects.exists() and not RollLine.objects.exists()  # and it wrote nothing
 
-    job.refresh_from_db()
-    assert (job.status, job.attempts) == (Job.Status.RUNNING, 1)  # nobody finished it
-    assert not Levy.objects.exists() and not RollLine.objects.exists()  # and it wrote nothing
-    assert jobs.job_claim() is None  # not stale yet: a live worker may still be on it
+        def taken_again() -> bool:
+            assert second.poll() is None, second.output()[-3000:]
+            job.refresh_from_db()
+            return job.attempts == 2
 
-    Job.objects.filter(pk=job.pk).update(started_at=F("started_at") - jobs.STALE_AFTER - timedelta(seconds=1))
-    out, err = run_worker("--once").communicate(timeout=60)
-    assert out.strip() == "1 job(s) run", err
-    job.refresh_from_db()
-    assert (job.status, job.attempts) == (Job.Status.DONE, 2)
-    assert stored_roll() == expected_roll()
-    assert job.result["levy_id"] == Levy.objects.get().pk
-    assert jobs.job_claim() is None  # done once: no worker takes it again
+        wait_for(taken_again, "the second worker to take the job again", timeout=60)
+        retaken = time.monotonic() - killed
+        print(f"\nkilled worker's job taken again after {retaken:.1f} s")
+        assert retaken < 60
+        wait_for(lambda: Job.objects.filter(pk=job.pk, status=Job.Status.DONE).exists() or
+                 Job.objects.filter(pk=job.pk, status=Job.Status.FAILED).exists(), "the job to end", timeout=60)
+        job.refresh_from_db()
+        assert (job.status, job.attempts) == (Job.Status.DONE, 2), job.error
+        assert stored_roll() == expected_roll()
+        assert job.result["levy_id"] == Levy.objects.get().pk
+        # procrastinate's own row: one job, started twice (the retry of the stalled run), succeeded
+        # (procrastinate counts an attempt when a run is retried and when it ends).
+        assert side_sql("SELECT status, attempts FROM procrastinate_jobs WHERE id = %s", [job.procrastinate_job_id]) == [
+            ("succeeded", 2)]
+        assert side_sql("SELECT count(*) FROM procrastinate_events WHERE job_id = %s AND type = 'started'",
+                        [job.procrastinate_job_id]) == [(2,)]
+    finally:
+        stop(second)
+
+
+def test_two_workers_run_twenty_jobs_each_exactly_once(jobs_in_database, staff):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    from parcels.models import ImportUpload
+    from parcels.services import import_upload_create
+
+    header = "parcel_id,owner_name,owner_email,owner_kind,gravity_acres,pumped_acres,inclusion,water_since,credit_percent\n"
+    workers = [run_worker(), run_worker()]
+    try:
+        uploads = [import_upload_create(acting_user=staff["authority"], file=SimpleUploadedFile(
+            f"p{n}.csv", f"{header}U-{n},Dueño {n},,private,{n}.5,0,permanent,2001-01-01,0\n".encode(), "text/csv"))
+            for n in range(1, 21)]
+
+        def all_done() -> bool:
+            for worker in workers:
+                assert worker.poll() is None, worker.output()[-3000:]
+            return not Job.objects.filter(status__in=Job.ACTIVE).exists()
+
+        wait_for(all_done, "the twenty jobs", timeout=120)
+        assert registered_workers() == 2
+        records = Job.objects.filter(pk__in=[upload.job_id for upload in uploads])
+        assert sorted(records.values_list("status", "attempts")) == [(Job.Status.DONE, 1)] * 20
+        assert sorted(ImportUpload.objects.values_list("status", "summary__created")) == [("ready", 1)] * 20
+        ids = [record.procrastinate_job_id for record in records]
+        assert side_sql("SELECT status, attempts, count(*) FROM procrastinate_jobs WHERE id = ANY(%s) GROUP BY 1, 2",
+                        [ids]) == [("succeeded", 1, 20)]
+        started = side_sql("SELECT job_id, count(*) FROM procrastinate_events WHERE job_id = ANY(%s) AND type = 'started' "
+                           "GROUP BY job_id", [ids])
+        assert sorted(count for _job, count in started) == [1] * 20  # each taken by one worker, once
+    finally:
+        for worker in workers:
+            stop(worker)

@@ -1,24 +1,29 @@
 """A bulk-printing worker killed in the middle of a batch (SIGKILL: no clean-up at all) leaves
-only whole transactions behind, and the next worker finishes the batch without billing a
-charge twice or skipping a bill number (issue 6, reliability).
+only whole transactions behind and no rendering process alive; another worker takes the job
+again within a minute (heartbeats, ``parcels.jobs.retry_stalled_jobs``) and finishes the batch
+without billing a charge twice or skipping a bill number (issues 6 and 10, reliability).
 
-The data is committed (``seed_rows``: transactional) so the worker processes see it."""
+The data and the job are committed (``jobs_in_database``: transactional) so the worker processes
+see them."""
 
 from __future__ import annotations
 
 import os
 import signal
 import time
-from datetime import date, timedelta
+from collections.abc import Callable
+from datetime import date
 from decimal import Decimal
+from pathlib import Path
+from typing import Any
 
-from django.utils import timezone
+import pytest
 from pypdf import PdfReader
 
 from billing import bulk, documents
 from billing.models import Bill, BillBatch, Charge, IssuedDocument
+from billing.services import BillingError
 from levy.services import estimate_certify, estimate_enter, levy_compute, roll_finalize
-from parcels import jobs
 from parcels.models import Job
 from parcels.services import parcels_import, user_create
 from tests.workers import run_worker
@@ -33,8 +38,33 @@ def district_csv(count: int) -> bytes:
     return ("\n".join(lines) + "\n").encode()
 
 
-def test_a_killed_bulk_worker_resumes_without_duplicates(seed_rows, settings):
-    settings.JOBS_RUN_INLINE = False
+def wait_for(condition: Callable[[], Any], what: str, timeout: float) -> Any:
+    deadline = time.monotonic() + timeout
+    while not (found := condition()):
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.05)
+    return found
+
+
+def _stat(pid: int) -> list[str] | None:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+
+
+def children(parent: int) -> list[int]:
+    """The processes whose parent is ``parent`` (Linux /proc)."""
+    return [int(entry.name) for entry in Path("/proc").iterdir()
+            if entry.name.isdigit() and (stat := _stat(int(entry.name))) is not None and int(stat[1]) == parent]
+
+
+def alive(pid: int) -> bool:
+    stat = _stat(pid)
+    return stat is not None and stat[0] != "Z"  # a zombie has ended: only its exit status is left
+
+
+def test_a_killed_bulk_worker_resumes_on_another_without_duplicates_or_orphans(jobs_in_database):
     assert parcels_import(acting_user=None, data=district_csv(PARCELS), source="test").ok
     authority = user_create(username="aut", role="authority", password=None)
     hacienda = user_create(username="hac", role="hacienda", password=None)
@@ -43,35 +73,53 @@ def test_a_killed_bulk_worker_resumes_without_duplicates(seed_rows, settings):
     estimate_certify(acting_user=authority, fiscal_year="2026-2027")
     levy_compute(acting_user=hacienda, fiscal_year="2026-2027")
     roll_finalize(acting_user=hacienda, fiscal_year="2026-2027", today=date(2026, 6, 30))
-    batch = documents.bill_batch_start(hacienda, "2026-2027", 1)
-    job = Job.objects.get(pk=batch.job_id)
-    assert job.status == Job.Status.QUEUED
+    first = run_worker()
+    second = None
+    try:
+        batch = documents.bill_batch_start(hacienda, "2026-2027", 1, processes=2)  # rendered in two processes
+        job = Job.objects.get(pk=batch.job_id)
 
-    first = run_worker("--once")
-    deadline = time.monotonic() + 120
-    while Bill.objects.filter(batch=batch).count() < bulk.CHUNK:
-        assert first.poll() is None, first.communicate()[1][-2000:]
-        assert time.monotonic() < deadline, "the worker issued no bills in two minutes"
-        time.sleep(0.05)
-    os.killpg(first.pid, signal.SIGKILL)  # the worker and its rendering processes, mid-batch
-    first.wait(timeout=30)
+        def issuing() -> list[int]:
+            assert first.poll() is None, first.output()[-3000:]
+            return Bill.objects.filter(batch=batch).count() >= bulk.CHUNK and children(first.pid)
 
-    issued_before = Bill.objects.filter(batch=batch).count()
-    assert bulk.CHUNK <= issued_before < PARCELS, "killed too late to prove anything"
-    assert issued_before % bulk.CHUNK == 0  # whole transactions only
-    assert IssuedDocument.objects.filter(bill__batch=batch).count() == issued_before
-    assert not batch.parts.exists()
-    job.refresh_from_db()
-    assert job.status == Job.Status.RUNNING and job.attempts == 1  # nobody is left to say otherwise
+        renderers = wait_for(issuing, "the first worker to issue bills", timeout=240)
+        assert len(renderers) >= 2  # the two rendering processes (and multiprocessing's resource tracker)
+        second = run_worker()
+        wait_for(lambda: second.poll() is None and Job.objects.filter(pk=job.pk, status=Job.Status.RUNNING).exists()
+                 and "Starting worker" in second.output(), "the second worker to start", timeout=60)
+        os.kill(first.pid, signal.SIGKILL)  # the worker alone, mid-batch: its children must follow it
+        killed = time.monotonic()
+        assert first.wait(timeout=10) == -signal.SIGKILL
+        wait_for(lambda: not any(alive(pid) for pid in renderers), "the rendering processes to end", timeout=10)
 
-    # The next worker takes the job once it has gone stale, and finishes it.
-    Job.objects.filter(pk=job.pk).update(started_at=timezone.now() - jobs.STALE_AFTER - timedelta(seconds=1))
-    second = run_worker("--once")
-    output = second.communicate(timeout=300)[1]
-    assert second.returncode == 0, output[-2000:]
+        issued_before = Bill.objects.filter(batch=batch).count()
+        assert bulk.CHUNK <= issued_before < PARCELS, "killed too late to prove anything"
+        assert issued_before % bulk.CHUNK == 0  # whole transactions only
+        assert IssuedDocument.objects.filter(bill__batch=batch).count() == issued_before
+        assert not batch.parts.exists()
+
+        # A second batch of the same semester is refused meanwhile (it would number the bills again).
+        with pytest.raises(BillingError, match=r"los avisos de 2026-2027, plazo 1: lo pidió hac el .* va por el \d+ %"):
+            documents.bill_batch_start(hacienda, "2026-2027", 1)
+
+        def taken_again() -> bool:
+            assert second.poll() is None, second.output()[-3000:]
+            job.refresh_from_db()
+            return job.attempts == 2
+
+        wait_for(taken_again, "another worker to take the batch again", timeout=60)
+        print(f"\nkilled bulk worker's job taken again after {time.monotonic() - killed:.1f} s")
+        wait_for(lambda: Job.objects.get(pk=job.pk).status not in Job.ACTIVE, "the batch to end", timeout=300)
+    finally:
+        for worker in (first, second):
+            if worker is not None and worker.poll() is None:
+                worker.send_signal(signal.SIGTERM)
+                worker.wait(timeout=60)
     job.refresh_from_db()
     assert job.status == Job.Status.DONE and job.attempts == 2, job.error
     assert job.result["bills"] == PARCELS and job.result["issued"] == PARCELS - issued_before
+    assert Job.objects.filter(kind="bill_batch").count() == 1 and BillBatch.objects.count() == 1
 
     bills = list(Bill.objects.filter(batch=batch).order_by("number"))
     assert len(bills) == PARCELS

@@ -402,3 +402,35 @@ def test_a_failed_bill_batch_is_resumed_from_its_page(client, district_1, staff,
     assert "5 avisos listos" in page and "Parte 1 (5 páginas, PDF)" in page and "Reanudar" not in page
     again = client.post(reverse("collections:bill-batch", args=[batch.pk]))  # nothing left to resume
     assert again.status_code == 200 and "no falló" in again.content.decode() and Job.objects.filter(kind="bill_batch").count() == 2
+
+
+@pytest.mark.django_db
+def test_a_second_batch_of_a_semester_is_refused_while_one_runs(client, district_1, staff):
+    from django.utils import timezone
+
+    from billing.models import BillBatch
+    from parcels.models import Job
+
+    client.force_login(staff["hacienda"])
+    first = client.post(reverse("collections:bill-batches"), {"fiscal_year": "2026-2027", "number": "1"})
+    batch = BillBatch.objects.get()  # queued: no worker runs it in this transaction
+    assert first.status_code == 302 and batch.job.key == "2026-2027/1"
+    started = timezone.make_aware(timezone.datetime(2026, 7, 1, 8, 30))
+    Job.objects.filter(pk=batch.job_id).update(status=Job.Status.RUNNING, started_at=started, progress=2, total=5)
+
+    # Even for part of the semester (a cadastre prefix): its bills would be numbered a second time.
+    again = client.post(reverse("collections:bill-batches"), {"fiscal_year": "2026-2027", "number": "1", "parcel_prefix": "P"})
+    assert again.status_code == 200
+    assert ("Ya hay un proceso en curso para los avisos de 2026-2027, plazo 1: lo pidió hac el 01/07/2026 08:30 y va por "
+            "el 40 % (en proceso). Espere a que termine.") in again.content.decode()
+    assert BillBatch.objects.count() == 1 and Job.objects.filter(kind="bill_batch").count() == 1
+    other = client.post(reverse("collections:bill-batches"), {"fiscal_year": "2026-2027", "number": "2"})
+    assert other.status_code == 302 and BillBatch.objects.count() == 2  # the other semester is not held up
+
+    # Once it has failed, it may be resumed, and the other batches of the semester wait for that one.
+    Job.objects.filter(pk=batch.job_id).update(status=Job.Status.FAILED)
+    assert client.post(reverse("collections:bill-batch", args=[batch.pk])).status_code == 302
+    batch.refresh_from_db()
+    assert batch.job.status == Job.Status.QUEUED and batch.job.payload == {"batch_id": batch.pk}
+    refused = client.post(reverse("collections:bill-batches"), {"fiscal_year": "2026-2027", "number": "1"})
+    assert "Ya hay un proceso en curso para los avisos de 2026-2027, plazo 1" in refused.content.decode()

@@ -546,3 +546,26 @@ def test_year_list_shows_each_years_status(client, users, draft_1):
     assert rows["2027-2028"].estimate.status == "entered" and rows["2027-2028"].draft is None
     page = response.content.decode()
     assert "$91,800.00" in page and url("roll", year=YEAR) in page and url("worksheet", year="2027-2028") in page
+
+
+@pytest.mark.django_db
+def test_a_second_compute_of_the_year_is_refused_while_one_runs(client, users, example_1, make_user):
+    from django.utils import timezone
+
+    client.force_login(users["hacienda"])
+    first = client.post(url("compute", year=YEAR))  # queued: no worker runs it in this transaction
+    job = Job.objects.get()
+    assert first["Location"] == url("compute-progress", year=YEAR, pk=job.pk) and job.key == YEAR
+    started = timezone.make_aware(timezone.datetime(2026, 6, 20, 9, 5))
+    Job.objects.filter(pk=job.pk).update(status=Job.Status.RUNNING, started_at=started, progress=126, total=200)
+
+    client.force_login(make_user("u_hacienda2", "hacienda"))
+    second = client.post(url("compute", year=YEAR), follow=True)
+    assert second.redirect_chain[0][0] == url("compute-progress", year=YEAR, pk=job.pk)  # the running one's page
+    page = second.content.decode()
+    assert ("Ya hay un proceso en curso para el cálculo del padrón de 2026-2027: lo pidió u_hacienda el 20/06/2026 09:05 "
+            "y va por el 63 % (en proceso). Espere a que termine.") in page
+    assert "Calculando… 126 de 200 líneas del padrón" in page and 'value="63"' in page
+    assert Job.objects.count() == 1
+    other = client.post(url("compute", year="2027-2028"))  # another year is another compute
+    assert other.status_code == 302 and Job.objects.count() == 2

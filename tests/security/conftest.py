@@ -83,9 +83,7 @@ class _NoProgress:
 def _build() -> World:
     from billing import bulk, documents, services
     from billing.models import Charge
-    from levy.services import estimate_certify, estimate_enter, levy_compute, roll_finalize
-    from levy.tasks import LEVY_COMPUTE
-    from parcels.jobs import job_enqueue
+    from levy.services import estimate_certify, estimate_enter, levy_compute, levy_compute_start, roll_finalize
     from parcels.services import import_upload_create, owner_create, parcel_create, user_create
     from parcels.tasks import parse_upload
 
@@ -163,7 +161,7 @@ def _build() -> World:
     services.water_delivery_record(acting_user=authority, parcel=parcels["W1"], delivered_on=date(2026, 10, 4),
                                    acre_feet=Decimal("2.5"))
     # A compute job left queued (the worker never runs inside this transaction).
-    extra["compute_job"] = job_enqueue(kind=LEVY_COMPUTE, payload={"fiscal_year": YEAR}, acting_user=hacienda)
+    extra["compute_job"] = levy_compute_start(acting_user=hacienda, fiscal_year=YEAR)
     upload = import_upload_create(acting_user=authority, file=valid_import_csv())
     parse_upload(upload.job, _NoProgress())
     upload.refresh_from_db()

@@ -193,28 +193,22 @@ class Command(BaseCommand):
         self.write_pdf(options["out"], bytes(certificate.document.pdf), f"certificate {certificate.number}")
 
     def do_bulk_bills(self, options: dict) -> None:
+        """Defer the batch on a queue of its own and be a worker for that queue until it is done
+        (a service worker may take it first: then wait for it)."""
         import time
 
-        from django.db.models import F
-        from django.utils import timezone
-
         from billing import documents
-        from parcels.jobs import job_run
+        from parcels.jobs import worker_run
         from parcels.models import Job
 
         filters = {"parcel_prefix": options["parcel_prefix"]} if options["parcel_prefix"] else None
-        batch = documents.bill_batch_start(self.user(options["user"]), options["fiscal_year"], options["installment"], filters)
+        batch = documents.bill_batch_start(self.user(options["user"]), options["fiscal_year"], options["installment"], filters,
+                                           processes=options["processes"], queue="bulk-bills-command")
         jobs = Job.objects.filter(pk=batch.job_id)
-        if options["processes"]:
-            job = jobs.get()
-            jobs.update(payload={**job.payload, "processes": options["processes"]})
-        # Take the job unless the worker (or JOBS_RUN_INLINE) already did; then wait for it.
-        if jobs.filter(status=Job.Status.QUEUED).update(status=Job.Status.RUNNING, started_at=timezone.now(),
-                                                        attempts=F("attempts") + 1):
-            job = job_run(batch.job_id)
-        else:
-            while (job := jobs.get()).status in (Job.Status.QUEUED, Job.Status.RUNNING):
-                time.sleep(2)
+        if jobs.filter(status=Job.Status.QUEUED).exists():
+            worker_run(once=True, queues=["bulk-bills-command"])
+        while (job := jobs.get()).status in Job.ACTIVE:
+            time.sleep(2)
         if job.status != Job.Status.DONE:
             raise services.BillingError(f"bulk printing of batch {batch.pk} failed: {job.error.splitlines()[0] if job.error else '?'}")
         total = job.result.get("bills", 0)
