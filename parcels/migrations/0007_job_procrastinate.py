@@ -16,7 +16,7 @@ def fail_old_queue(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('parcels', '0002_roles_and_owner_key_sequence'),
+        ('parcels', '0006_history_no_truncate_guard'),
         ('procrastinate', '0041_post_retry_failed_job'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]

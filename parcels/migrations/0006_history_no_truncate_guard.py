@@ -8,7 +8,7 @@ from django.db import migrations
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('parcels', '0002_roles_and_owner_key_sequence'),
+        ('parcels', '0005_second_factor_reset'),
     ]
 
     operations = [

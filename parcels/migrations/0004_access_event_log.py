@@ -11,7 +11,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('parcels', '0002_roles_and_owner_key_sequence'),
+        ('parcels', '0003_search'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

@@ -8,7 +8,7 @@ from django.db import migrations
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('billing', '0007_document_hashes'),
+        ('billing', '0008_books_checks'),
     ]
 
     operations = [
