@@ -28,8 +28,9 @@ $(DEV_STAMP): requirements.txt requirements-dev.txt | $(PY)
 	touch $(STAMP) $@
 
 $(SECRET_FILE):
-	mkdir -p .pgdata
-	$(PY) -c "import secrets; print(secrets.token_urlsafe(50))" > $@
+	@echo "writing a development SECRET_KEY to $@"
+	@mkdir -p .pgdata
+	@$(PY) -c "import secrets; print(secrets.token_urlsafe(50))" > $@
 
 # Before minutes of installing and building: is 127.0.0.1:8000 free for runserver?
 run-start:

@@ -200,7 +200,8 @@ def test_a_roll_job_whose_connection_drops_mid_copy_leaves_the_old_draft_and_is_
     seed_rows, make_parcel, owner_a, owner_b, staff, monkeypatch, inline_jobs,
 ):
     # ~140 bytes a roll line: 600 lines make two 32 kB chunks, so the server holds a whole CopyData
-    # message even over a Unix socket (the embedded server), where libpq sends whole 8 kB blocks only.
+    # message even over a Unix socket (the embedded server), where libpq holds back the last part
+    # of its buffer that does not fill an 8 kB block: one chunk alone never arrives whole.
     roll_district(make_parcel, owner_a, owner_b, 600)
     certified_estimates(staff)
     old = levy_compute(acting_user=staff["hacienda"], fiscal_year=YEAR)
