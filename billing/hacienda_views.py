@@ -99,7 +99,7 @@ def delinquent(request: HttpRequest) -> HttpResponse:
     today = timezone.localdate()
     query = request.GET.copy()
     if not query.get("as_of"):
-        query["as_of"] = today.isoformat()  # the list is as of today unless a date is asked for
+        query["as_of"] = today.strftime("%d/%m/%Y")  # as of today unless asked, shown day first like every date box
     form = DelinquentFilterForm(query)
     valid = form.is_valid()
     data: dict[str, Any] = form.cleaned_data if valid else {}

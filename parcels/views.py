@@ -3,7 +3,7 @@ service, then redirect or render."""
 
 from __future__ import annotations
 
-from datetime import date
+from datetime import date, datetime
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -304,7 +304,10 @@ def _event_models() -> dict[str, str]:
 
 
 def _parse_date(value: str | None) -> date | None:
-    try:
-        return date.fromisoformat(value) if value else None
-    except ValueError:
-        return None
+    """A date typed day first (01/12/2026), as every date box takes it, or YYYY-MM-DD; else None."""
+    for form in ("%d/%m/%Y", "%Y-%m-%d"):
+        try:
+            return datetime.strptime((value or "").strip(), form).date()
+        except ValueError:
+            continue
+    return None
