@@ -212,7 +212,7 @@ class Job(models.Model):
     result = models.JSONField(default=dict, blank=True)
     error = models.TextField(blank=True)
     attempts = models.PositiveSmallIntegerField(default=0)
-    procrastinate_job_id = models.BigIntegerField(null=True, blank=True, unique=True)
+    procrastinate_job_id = models.BigIntegerField(null=True, blank=True, db_index=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)

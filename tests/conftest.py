@@ -228,13 +228,17 @@ class InlineJobs:
 
 @pytest.fixture(autouse=True)
 def inline_jobs(request, monkeypatch):
-    """Every test but those that start real workers (``jobs_in_database``) runs its jobs inline."""
+    """Every test but those that start real workers (``jobs_in_database``) runs its jobs inline,
+    and code that is a worker for a while in its own process (``parcels.jobs.worker_run``, e.g.
+    ``billing bulk-bills``) runs them with ``InlineJobs.run`` too."""
     if "jobs_in_database" in request.fixturenames:
         yield None
         return
     from django.db import transaction
     from procrastinate import manager
     from procrastinate.contrib.django import app
+
+    from parcels import jobs as parcels_jobs
 
     jobs = InlineJobs()
     defer_job = manager.JobManager.defer_job
@@ -245,6 +249,7 @@ def inline_jobs(request, monkeypatch):
         return job
 
     monkeypatch.setattr(manager.JobManager, "defer_job", defer_then_run_on_commit)
+    monkeypatch.setattr(parcels_jobs, "worker_run", lambda **options: jobs.run())
     with app.replace_connector(jobs.connector):
         yield jobs
 

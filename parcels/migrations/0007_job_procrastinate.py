@@ -31,7 +31,7 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='job',
             name='procrastinate_job_id',
-            field=models.BigIntegerField(blank=True, null=True, unique=True),
+            field=models.BigIntegerField(blank=True, db_index=True, null=True),
         ),
         migrations.AddConstraint(
             model_name='job',

@@ -442,9 +442,10 @@ def test_bulk_batch_parts_and_a_restart_duplicate_nothing(district_1, staff, mon
 
 
 @pytest.mark.django_db
-def test_bulk_bills_command_renders_in_worker_processes(district_1, staff):
+def test_bulk_bills_command_renders_in_worker_processes(district_1, staff, inline_jobs):
     code, stdout, err = billing_cmd("bulk-bills", "--fiscal-year", "2026-2027", "--installment", "2", "--user", "hac",
                                     "--processes", "2")
+    assert inline_jobs.statuses() == ["succeeded"]  # the command was the worker of its batch
     assert code == 0, err
     batch = BillBatch.objects.get()
     assert batch.number == 2 and batch.bills.count() == 5

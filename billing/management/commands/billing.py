@@ -198,7 +198,7 @@ class Command(BaseCommand):
         import time
 
         from billing import documents
-        from parcels.jobs import worker_run
+        from parcels import jobs as background
         from parcels.models import Job
 
         filters = {"parcel_prefix": options["parcel_prefix"]} if options["parcel_prefix"] else None
@@ -206,7 +206,7 @@ class Command(BaseCommand):
                                            processes=options["processes"], queue="bulk-bills-command")
         jobs = Job.objects.filter(pk=batch.job_id)
         if jobs.filter(status=Job.Status.QUEUED).exists():
-            worker_run(once=True, queues=["bulk-bills-command"])
+            background.worker_run(once=True, queues=["bulk-bills-command"])
         while (job := jobs.get()).status in Job.ACTIVE:
             time.sleep(2)
         if job.status != Job.Status.DONE:
