@@ -185,6 +185,34 @@ def books_balance_after_test(request):
 # --- Background jobs in the test's own process ---------------------------------------------------
 
 
+def run_async(coroutine):
+    """Await ``coroutine`` on an event loop of its own, in another thread: the browser tests'
+    Playwright keeps a loop running in the main thread, where asgiref's async_to_sync refuses."""
+    import asyncio
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coroutine).result()
+
+
+def _in_memory_connector():
+    from procrastinate.testing import InMemoryConnector
+
+    class Connector(InMemoryConnector):
+        """Its synchronous calls (a defer from a service) go through ``run_async``."""
+
+        def execute_query(self, query, **arguments):
+            return run_async(self.execute_query_async(query, **arguments))
+
+        def execute_query_one(self, query, **arguments):
+            return run_async(self.execute_query_one_async(query, **arguments))
+
+        def execute_query_all(self, query, **arguments):
+            return run_async(self.execute_query_all_async(query, **arguments))
+
+    return Connector()
+
+
 class InlineJobs:
     """procrastinate's ``InMemoryConnector`` stands in for the job tables, and what is deferred runs
     here, in this thread (so inside the test's transaction), when the transaction that deferred it
@@ -193,9 +221,7 @@ class InlineJobs:
     with an error its task retries goes back to the queue and runs again."""
 
     def __init__(self) -> None:
-        from procrastinate.testing import InMemoryConnector
-
-        self.connector = InMemoryConnector()
+        self.connector = _in_memory_connector()
 
     def _next(self) -> dict | None:
         locks = set(self.connector.current_locks)
