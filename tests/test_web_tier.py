@@ -252,10 +252,14 @@ def get(url: str) -> int:
         return exc.code
 
 
+APP_NAME = "lajas-web-tier-test"  # the gunicorn process's connections say so (libpq's PGAPPNAME)
+
+
 def app_backends() -> list[int]:
+    """The gunicorn process's connections, not those an earlier test's processes may have left."""
     with connection.cursor() as cursor:
-        cursor.execute("SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
-                       " AND backend_type = 'client backend'")
+        cursor.execute("SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND application_name = %s"
+                       " AND backend_type = 'client backend'", [APP_NAME])
         return [pid for (pid,) in cursor.fetchall()]
 
 
@@ -266,7 +270,7 @@ def test_a_connection_the_database_dropped_costs_no_request(seed_rows):
     port = free_port()
     server = subprocess.Popen(
         [sys.executable, "-m", "gunicorn", "lajas_portal.wsgi:application", "--bind", f"127.0.0.1:{port}", "--workers", "1"],
-        cwd=ROOT, env=child_env(ALLOWED_HOSTS="127.0.0.1", CONN_MAX_AGE="600"), stdout=subprocess.DEVNULL,
+        cwd=ROOT, env=child_env(ALLOWED_HOSTS="127.0.0.1", CONN_MAX_AGE="600", PGAPPNAME=APP_NAME), stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE, text=True, start_new_session=True,
     )
     try:
