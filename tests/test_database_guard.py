@@ -30,6 +30,7 @@ from parcels.second_factor import second_factor_reset
 from parcels.services import access_event_record, owner_create, parcel_transfer
 from tests.billing import conftest as billing_fixtures
 from tests.commands import run_command
+from tests.databases import database_url
 from tests.test_books import build_books
 from tests.test_deployment import ENTRYPOINT, ROOT, production_env
 
@@ -252,8 +253,8 @@ def test_granting_again_resets_what_was_added_by_hand(app_role):
 
 
 def app_url(role: str, password: str) -> str:
-    db = connection.settings_dict
-    return f"postgres://{role}:{password}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
+    """The test database's address as ``role`` (the embedded server's socket directory included)."""
+    return database_url({**connection.settings_dict, "USER": role, "PASSWORD": password})
 
 
 def run_real_entrypoint(database_url: str) -> subprocess.CompletedProcess:
@@ -276,7 +277,7 @@ def test_the_entrypoint_starts_the_worker_as_the_app_role(app_role):
 @pytest.mark.django_db
 def test_the_entrypoint_refuses_to_start_the_worker_as_the_owner():
     db = connection.settings_dict
-    completed = run_real_entrypoint(f"postgres://{db['USER']}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}")
+    completed = run_real_entrypoint(database_url({**db, "PASSWORD": ""}))
     assert completed.returncode != 0 and "started" not in completed.stdout
     assert "must connect as the application's own role, not the owner" in completed.stderr
     assert f"{db['USER']} is a superuser" in completed.stderr and "may TRUNCATE" in completed.stderr
