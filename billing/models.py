@@ -20,17 +20,13 @@ Design:
 
 from __future__ import annotations
 
-import pgtrigger
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
 from django.utils.translation import gettext_lazy as _
 
 from levy.models import money_field
-from parcels.database import NO_TRUNCATE
-
-# Never changed, never deleted, never emptied (parcels.database.NO_TRUNCATE).
-APPEND_ONLY = [pgtrigger.Protect(name="append_only", operation=pgtrigger.Update | pgtrigger.Delete), NO_TRUNCATE]
+from parcels.database import APPEND_ONLY, NO_TRUNCATE
 
 
 class Office(models.Model):

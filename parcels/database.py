@@ -35,6 +35,8 @@ NO_TRUNCATE = pgtrigger.Trigger(
         """
     ),
 )
+# Never changed, never deleted, never emptied: the rows of a log or an issued record.
+APPEND_ONLY = [pgtrigger.Protect(name="append_only", operation=pgtrigger.Update | pgtrigger.Delete), NO_TRUNCATE]
 
 ROLE_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 # The tables' full privilege set (PostgreSQL 15); the application role keeps only TABLE_PRIVILEGES.

@@ -36,7 +36,7 @@ from django.db.models import Q
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
-from .database import NO_TRUNCATE
+from .database import APPEND_ONLY, NO_TRUNCATE
 from .search import CodeKey, Fold
 
 ACRE_PLACES = Decimal("0.0001")
@@ -185,7 +185,7 @@ class SecondFactorReset(models.Model):
 
     class Meta:
         # A record of what an administrator did: never changed, never deleted, never emptied.
-        triggers = [pgtrigger.Protect(name="append_only", operation=pgtrigger.Update | pgtrigger.Delete), NO_TRUNCATE]
+        triggers = APPEND_ONLY
 
 
 class Job(models.Model):
@@ -279,7 +279,7 @@ class AccessEvent(models.Model):
     class Meta:
         ordering = ["-at", "-id"]
         indexes = [models.Index(fields=["kind", "at"])]
-        triggers = [pgtrigger.Protect(name="append_only", operation=pgtrigger.Update | pgtrigger.Delete), NO_TRUNCATE]
+        triggers = APPEND_ONLY
 
 
 # Trigger-based history: who changed what and when, for every write path including bulk ones.
