@@ -75,7 +75,9 @@ def main() -> list[tuple[str, str]]:
     from django.conf import settings
     from django.db import connections
 
-    from billing import documents, services
+    from billing import documents
+    from billing.services import bills as bill_services
+    from billing.services import counter
     from levy.services import estimate_certify, estimate_enter, levy_compute, roll_finalize
     from parcels.models import Parcel
     from parcels.services import parcels_import, user_create
@@ -97,7 +99,7 @@ def main() -> list[tuple[str, str]]:
     payments, renders, cpu = [], [], []
     for parcel in parcels:
         start = time.perf_counter()
-        receipt = services.payment_record(acting_user=collector, parcel=parcel, amount=Decimal("1000.00"), paid_on=date(2026, 10, 15))
+        receipt = counter.payment_record(acting_user=collector, parcel=parcel, amount=Decimal("1000.00"), paid_on=date(2026, 10, 15))
         payments.append(time.perf_counter() - start)
         start, start_cpu = time.perf_counter(), time.process_time()
         documents.render_receipt(receipt, code=receipt.document.verification_code)
@@ -113,7 +115,7 @@ def main() -> list[tuple[str, str]]:
           flush=True)
 
     # Bulk printing of the July bills in a worker-like process (no worker takes the deferred job).
-    batch = documents.bill_batch_start(hacienda, "2026-2027", 1)
+    batch = bill_services.bill_batch_start(hacienda, "2026-2027", 1)
     db_name = settings.DATABASES["default"]["NAME"]
     connections.close_all()
     processes = os.environ.get("BENCH_PROCESSES", "")

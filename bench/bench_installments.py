@@ -1,5 +1,5 @@
 """Issue the July and January installments of a finalized roll of 100,000 parcels
-(``billing.services.installments_issue``, which ``levy.services.roll_finalize`` calls), timed apart
+(``billing.services.installments.installments_issue``, which ``roll_finalize`` calls), timed apart
 from the compute. No target in the issue; the roll's (under 15 s on 2 cores) is the yardstick.
 
 The district is the one of ``bench_registry_and_roll`` (same CSV, same estimates). The roll is
@@ -22,9 +22,10 @@ TARGET_SECONDS = 15.0
 def main() -> list[tuple[str, str]]:
     setup_fresh_database()
 
-    from billing import services as billing_services
     from billing.models import Charge, LedgerEntry
-    from levy.services import levy_compute, roll_finalize
+    from billing.services import installments
+    from billing.services.installments import roll_finalize
+    from levy.services import levy_compute
     from parcels.services import parcels_import, user_create
 
     results: list[tuple[str, str]] = []
@@ -35,14 +36,14 @@ def main() -> list[tuple[str, str]]:
     setup: list[tuple[str, str]] = []
     with timed(f"(setup) compute the roll of {PARCELS:,} parcels", setup):
         levy = levy_compute(acting_user=hacienda, fiscal_year="2026-2027")
-    # roll_finalize imports installments_issue from billing.services when it runs: hold it back.
-    with mock.patch.object(billing_services, "installments_issue", return_value=0):
+    # roll_finalize (billing.services.installments) issues the installments as it finalizes: hold them back.
+    with mock.patch.object(installments, "installments_issue", return_value=0):
         with timed(f"finalize the roll of {PARCELS:,} parcels (without installments)", results):
             levy = roll_finalize(acting_user=finalizer, fiscal_year="2026-2027", today=date(2026, 6, 30))
     assert not Charge.objects.exists()
 
     start = time.perf_counter()
-    issued = billing_services.installments_issue(acting_user=finalizer, levy=levy)
+    issued = installments.installments_issue(acting_user=finalizer, levy=levy)
     seconds = time.perf_counter() - start
     ledger = LedgerEntry.objects.count()
     print(f"installments: {seconds:.2f} s for {issued:,} charges and {ledger:,} ledger entries "
@@ -51,7 +52,7 @@ def main() -> list[tuple[str, str]]:
     results.append((f"issue the installments of {PARCELS:,} finalized parcels",
                     f"{seconds:.2f} s ({issued:,} charges + {ledger:,} ledger entries{flag})"))
     with timed("issue them again (idempotent: nothing new)", results):
-        again = billing_services.installments_issue(acting_user=finalizer, levy=levy)
+        again = installments.installments_issue(acting_user=finalizer, levy=levy)
     assert again == 0 and LedgerEntry.objects.count() == ledger
     return results
 

@@ -2,7 +2,7 @@
 
 A batch's installments, in cadastre order, are cut into parts of ``PART_PAGES`` bills (one page
 each). For each part not written yet, the bills not issued yet in the batch are issued in small
-transactions (``documents.bill_batch_issue``: numbered, rendered, stored), then the part's
+transactions (``bills.bill_batch_issue``: numbered, rendered, stored), then the part's
 stored PDFs are merged into one file in ``BillBatchPart.pdf`` (default storage). A restarted
 job therefore skips the parts already written and the charges already billed in the batch
 (``UniqueConstraint`` (batch, charge) and (batch, index) back this up): nothing is billed twice.
@@ -35,8 +35,9 @@ from django.utils.translation import gettext as _
 from parcels.jobs import JobProgress, job_task
 from parcels.models import Job
 
-from . import documents, pdf
+from . import pdf
 from .models import Bill, BillBatch, BillBatchPart, IssuedDocument
+from .services import bills
 
 logger = logging.getLogger(__name__)
 PART_PAGES = 250  # bills (pages) per merged PDF: what the print shop takes in one file
@@ -141,7 +142,7 @@ def bill_batch_run(*, batch: BillBatch, progress: JobProgress | None = None, pro
                    issued_on: date | None = None) -> dict[str, Any]:
     """Make (or finish) a batch: issue its bills and write its parts. Safe to run again, even
     alongside another run of the same batch (the second only skips what the first did)."""
-    charge_ids = list(documents.bill_batch_charges(batch).values_list("pk", flat=True))
+    charge_ids = list(bills.bill_batch_charges(batch).values_list("pk", flat=True))
     total = len(charge_ids)
     issued_on = issued_on or timezone.localdate(batch.created_at)
     written = set(batch.parts.values_list("index", flat=True))
@@ -161,7 +162,7 @@ def bill_batch_run(*, batch: BillBatch, progress: JobProgress | None = None, pro
         for index, part_ids in enumerate(_chunks(charge_ids, PART_PAGES)):
             if index not in written:
                 for chunk in _chunks([pk for pk in part_ids if pk not in billed], CHUNK):
-                    issued += documents.bill_batch_issue(batch=batch, charge_ids=chunk, issued_on=issued_on, render_many=renderer)
+                    issued += bills.bill_batch_issue(batch=batch, charge_ids=chunk, issued_on=issued_on, render_many=renderer)
                     if progress is not None:
                         progress.set(done + part_ids.index(chunk[-1]) + 1, total)
                     store_merged(wait=False)

@@ -17,7 +17,8 @@ from levy.models import FiscalYear
 from parcels.forms import AmountField, DateInput
 from parcels.models import Parcel
 
-from . import services
+from . import accounts
+from .errors import BillingError
 from .models import SeizureStep
 
 CSV_MAX_BYTES = 5 * 1024 * 1024
@@ -86,8 +87,8 @@ class WaterDeliveryForm(forms.Form):
     def clean_parcel_id(self) -> Parcel:
         """The parcel itself (``cleaned_data["parcel_id"]`` is a ``Parcel``), or the service's refusal."""
         try:
-            return services.parcel_by_code(self.cleaned_data["parcel_id"].strip())
-        except services.BillingError as exc:
+            return accounts.parcel_by_code(self.cleaned_data["parcel_id"].strip())
+        except BillingError as exc:
             raise forms.ValidationError(str(exc)) from None
 
 

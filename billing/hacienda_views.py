@@ -28,7 +28,8 @@ from parcels import search
 from parcels.models import Parcel
 from parcels.roles import AUDITOR, AUTHORITY, COLLECTOR, HACIENDA, SUPERVISOR, role_required
 
-from . import charts, services
+from . import accounts, charts
+from .errors import BillingError
 from .hacienda_forms import (
     SORTS,
     CertificateForm,
@@ -41,10 +42,12 @@ from .hacienda_forms import (
 )
 from .models import DebtCertificate, OfficeClosure, SeizureCase, SeizureStep, WaterDelivery
 from .pdf import render_certificate
+from .services import bills, collection
+from .services import water as water_services
 
 DELINQUENT_READERS = (HACIENDA, AUDITOR)
 SEIZURE_USERS = (HACIENDA,)
-CERTIFICATE_USERS = (HACIENDA, COLLECTOR, SUPERVISOR)  # who ``services.certificate_issue`` accepts
+CERTIFICATE_USERS = (HACIENDA, COLLECTOR, SUPERVISOR)  # who ``collection.certificate_issue`` accepts
 DASHBOARD_READERS = (HACIENDA, AUDITOR, AUTHORITY)  # the Authority reads the ¶1(2)/¶2 split of its funds
 WATER_USERS = (AUTHORITY,)
 CLOSURE_USERS = (HACIENDA,)
@@ -69,7 +72,7 @@ def _pdf_response(data: bytes, filename: str) -> HttpResponse:
 # ---------------------------------------------------------------------------------------------
 
 
-def _sorted(items: list[services.DelinquentCharge], order: str) -> list[services.DelinquentCharge]:
+def _sorted(items: list[accounts.DelinquentCharge], order: str) -> list[accounts.DelinquentCharge]:
     """The service lists oldest first; the page may sort by days late or balance (either way)."""
     if order.lstrip("-") == "days_late":
         return sorted(items, key=lambda item: (item.days_late, item.parcel.parcel_id), reverse=order.startswith("-"))
@@ -78,7 +81,7 @@ def _sorted(items: list[services.DelinquentCharge], order: str) -> list[services
     return items
 
 
-def _delinquent_csv(items: list[services.DelinquentCharge], as_of: date) -> HttpResponse:
+def _delinquent_csv(items: list[accounts.DelinquentCharge], as_of: date) -> HttpResponse:
     """The same columns as ``manage.py billing delinquent``; text cells through ``safe_cell``."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
@@ -104,9 +107,9 @@ def delinquent(request: HttpRequest) -> HttpResponse:
     valid = form.is_valid()
     data: dict[str, Any] = form.cleaned_data if valid else {}
     as_of = data.get("as_of") or today
-    items: list[services.DelinquentCharge] = []
+    items: list[accounts.DelinquentCharge] = []
     if valid:
-        items = services.delinquent_charges(
+        items = accounts.delinquent_charges(
             as_of=as_of, fiscal_year=data.get("fiscal_year") or "", number=data.get("semester"),
             min_balance=data.get("min_balance"), min_days_late=data.get("min_days_late") or 0,
         )
@@ -139,7 +142,7 @@ def delinquent(request: HttpRequest) -> HttpResponse:
 
 
 def _debt_lines(data: dict[str, Any]) -> list[dict[str, Any]]:
-    """The charges of ``services.statement`` that still owe something, with dates and Decimals."""
+    """The charges of ``accounts.statement`` that still owe something, with dates and Decimals."""
     lines = []
     for item in data["installments"] + data["other_charges"]:
         balance = Decimal(item["balance"])
@@ -171,8 +174,8 @@ def seizure(request: HttpRequest, pk: int) -> HttpResponse:
     form = SeizureStepForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         try:
-            step = services.seizure_step_issue(acting_user=request.user, parcel=parcel, kind=form.cleaned_data["kind"])
-        except services.BillingError as exc:
+            step = collection.seizure_step_issue(acting_user=request.user, parcel=parcel, kind=form.cleaned_data["kind"])
+        except BillingError as exc:
             form.add_error(None, str(exc))
         else:
             messages.success(request, _("%(k)s %(n)s emitida.") % {"k": step.get_kind_display(), "n": step.number})
@@ -181,7 +184,7 @@ def seizure(request: HttpRequest, pk: int) -> HttpResponse:
     steps = SeizureStep.objects.select_related("issued_by").defer("pdf", "debt")
     cases = list(SeizureCase.objects.filter(parcel=parcel).select_related("opened_by")
                  .prefetch_related(Prefetch("steps", queryset=steps)).order_by("-opened_at", "-id"))
-    debt = services.statement(parcel=parcel, as_of=today)
+    debt = accounts.statement(parcel=parcel, as_of=today).to_json()
     next_kind, notice = _next_step(cases)
     return render(request, "billing/hacienda/seizure.html", {
         "parcel": parcel, "today": today, "cases": cases, "lines": _debt_lines(debt), "total_due": Decimal(debt["total_due"]),
@@ -209,8 +212,8 @@ def certificates(request: HttpRequest, pk: int) -> HttpResponse:
     form = CertificateForm(request.POST or None, initial={"as_of": today})
     if request.method == "POST" and form.is_valid():
         try:
-            certificate = services.certificate_issue(acting_user=request.user, parcel=parcel, as_of=form.cleaned_data["as_of"])
-        except services.BillingError as exc:
+            certificate = collection.certificate_issue(acting_user=request.user, parcel=parcel, as_of=form.cleaned_data["as_of"])
+        except BillingError as exc:
             form.add_error(None, str(exc))
         else:
             messages.success(request, _("Certificación de deuda %(n)s emitida.") % {"n": certificate.number})
@@ -267,10 +270,10 @@ def water(request: HttpRequest) -> HttpResponse:
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         try:
-            delivery = services.water_delivery_record(
+            delivery = water_services.water_delivery_record(
                 acting_user=request.user, parcel=data["parcel_id"], delivered_on=data["delivered_on"], acre_feet=data["acre_feet"],
             )
-        except services.BillingError as exc:
+        except BillingError as exc:
             form.add_error(None, str(exc))
         else:
             messages.success(request, _("Entrega registrada: %(p)s, %(f)s acres-pie a $%(r)s = $%(a)s.") % {
@@ -285,7 +288,7 @@ def water_import(request: HttpRequest) -> HttpResponse:
     form = WaterImportForm(request.POST, request.FILES)
     errors: list[str] = []
     if form.is_valid():
-        count, errors = services.water_deliveries_import(acting_user=request.user, data=form.cleaned_data["file"])
+        count, errors = water_services.water_deliveries_import(acting_user=request.user, data=form.cleaned_data["file"])
         if not errors:
             messages.success(request, _("%(n)s entregas registradas.") % {"n": count})
             return redirect("collections:water")
@@ -299,8 +302,8 @@ def water_bill(request: HttpRequest) -> HttpResponse:
     if form.is_valid():
         year, month = form.cleaned_data["month"]
         try:
-            count = services.water_charges_issue(acting_user=request.user, year=year, month=month)
-        except services.BillingError as exc:
+            count = water_services.water_charges_issue(acting_user=request.user, year=year, month=month)
+        except BillingError as exc:
             form.add_error(None, str(exc))
         else:
             if count:
@@ -321,7 +324,7 @@ def closures(request: HttpRequest) -> HttpResponse:
     form = OfficeClosureForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         try:
-            closure = services.office_closure_add(acting_user=request.user, day=form.cleaned_data["day"], reason=form.cleaned_data["reason"])
+            closure = collection.office_closure_add(acting_user=request.user, day=form.cleaned_data["day"], reason=form.cleaned_data["reason"])
         except ValidationError as exc:
             form.add_error(None, exc)
         else:
@@ -340,7 +343,6 @@ def bill_batches(request: HttpRequest) -> HttpResponse:
     """Hacienda prints a semester's bills as merged PDFs made by a background job."""
     from levy.models import FiscalYear
 
-    from . import documents
     from .models import BillBatch
 
     years = list(FiscalYear.objects.filter(levies__status="final").distinct().values_list("label", flat=True))
@@ -349,10 +351,10 @@ def bill_batches(request: HttpRequest) -> HttpResponse:
         try:
             number = int(request.POST.get("number", "0"))
             prefix = request.POST.get("parcel_prefix", "").strip()
-            batch = documents.bill_batch_start(request.user, request.POST.get("fiscal_year", ""), number,
+            batch = bills.bill_batch_start(request.user, request.POST.get("fiscal_year", ""), number,
                                                {"parcel_prefix": prefix} if prefix else None)
-        except (ValueError, services.BillingError) as exc:
-            error = str(exc) if isinstance(exc, services.BillingError) else _("Elija el plazo 1 (julio) o 2 (enero).")
+        except (ValueError, BillingError) as exc:
+            error = str(exc) if isinstance(exc, BillingError) else _("Elija el plazo 1 (julio) o 2 (enero).")
         else:
             return redirect("collections:bill-batch", pk=batch.pk)
     batches = BillBatch.objects.select_related("fiscal_year", "job", "created_by").order_by("-created_at")[:20]
@@ -362,15 +364,14 @@ def bill_batches(request: HttpRequest) -> HttpResponse:
 
 @role_required(HACIENDA)
 def bill_batch(request: HttpRequest, pk: int) -> HttpResponse:
-    from . import documents
     from .models import BillBatch
 
     batch = get_object_or_404(BillBatch.objects.select_related("fiscal_year", "job"), pk=pk)
     error = ""
     if request.method == "POST":  # "Reanudar": a failed batch goes on where it stopped
         try:
-            documents.bill_batch_resume(request.user, batch)
-        except services.BillingError as exc:
+            bills.bill_batch_resume(request.user, batch)
+        except BillingError as exc:
             error = str(exc)
         else:
             return redirect("collections:bill-batch", pk=batch.pk)

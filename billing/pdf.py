@@ -31,7 +31,7 @@ from django.utils import translation
 from django.utils.translation import gettext as _
 
 # Dates spelled out in full, per language: "1 de julio de 2026" / "July 1, 2026".
-LONG_DATE = {"es": r"j \d\e F \d\e Y", "en": "F j, Y"}
+from .wording import LONG_DATE  # noqa: E402  (one table of long dates, shared with billing.wording)
 
 
 class PDFRenderError(Exception):

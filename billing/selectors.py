@@ -1,6 +1,7 @@
-"""Reads of the Collector's pages: the counter search, a statement and a receipt ready for a
-template, a parcel's payments and the office's day report with its over/short. Nothing here
-writes; amounts are ``Decimal`` dollars, dates are ``date``."""
+"""Reads of the Collector's pages: the counter search, a receipt ready for a template (from its
+snapshot), a parcel's payments and the office's day report with its over/short. The statement
+itself is ``billing.accounts.statement``. Nothing here writes; amounts are ``Decimal`` dollars,
+dates are ``date``."""
 
 from __future__ import annotations
 
@@ -14,8 +15,8 @@ from django.db.models import QuerySet
 from parcels import search
 from parcels.models import Parcel
 
-from . import services
 from .models import BooksCheck, Office, Payment, Receipt
+from .snapshots import ReceiptApplication, ReceiptSnapshot
 
 ZERO = Decimal("0.00")  # dollars
 SEARCH_LIMIT = 50
@@ -35,81 +36,6 @@ def books_check_list() -> QuerySet[BooksCheck]:
     return BooksCheck.objects.select_related("acting_user").order_by("-started_at", "-pk")
 
 
-def _decimal(value: Any) -> Decimal | None:
-    return None if value is None or value == "" else Decimal(str(value))
-
-
-def _date(value: Any) -> date | None:
-    return date.fromisoformat(value) if value else None
-
-
-@dataclass(frozen=True)
-class StatementLine:
-    description: str
-    fiscal_year: str
-    number: int | None
-    kind: str
-    due_date: date
-    last_day_to_pay: date
-    principal: Decimal
-    surcharge: Decimal
-    surcharge_periods: int
-    surcharge_basis: str
-    paid: Decimal
-    balance: Decimal
-    as_of: date
-
-    @property
-    def status(self) -> str:
-        """``paid``, ``late`` (past the last day to pay, ¶12), ``due`` or ``upcoming``."""
-        if self.balance <= 0:
-            return "paid"
-        if self.as_of > self.last_day_to_pay:
-            return "late"
-        if self.as_of >= self.due_date:
-            return "due"
-        return "upcoming"
-
-
-@dataclass(frozen=True)
-class Statement:
-    parcel: Parcel
-    as_of: date
-    lines: list[StatementLine]
-    total_due: Decimal
-    total_balance: Decimal
-    credit_balance: Decimal
-
-    @property
-    def totals(self) -> dict[str, Decimal]:
-        return {
-            "principal": sum((line.principal for line in self.lines), ZERO),
-            "surcharge": sum((line.surcharge for line in self.lines), ZERO),
-            "paid": sum((line.paid for line in self.lines), ZERO),
-            "balance": sum((line.balance for line in self.lines), ZERO),
-        }
-
-
-def statement_for(*, parcel: Parcel, as_of: date) -> Statement:
-    """¶12, ¶13: ``services.statement`` with its strings turned back into dates and Decimals."""
-    data = services.statement(parcel=parcel, as_of=as_of)
-    lines = [
-        StatementLine(
-            description=item["description"], fiscal_year=item["fiscal_year"], number=item["number"], kind=item["kind"],
-            due_date=date.fromisoformat(item["due_date"]), last_day_to_pay=date.fromisoformat(item["last_day_to_pay"]),
-            principal=Decimal(item["principal"]), surcharge=Decimal(item["surcharge"]),
-            surcharge_periods=item["surcharge_periods"], surcharge_basis=item["surcharge_basis"],
-            paid=Decimal(item["paid"]), balance=Decimal(item["balance"]), as_of=as_of,
-        )
-        for item in data["installments"] + data["other_charges"]
-    ]
-    lines.sort(key=lambda line: (line.due_date, line.fiscal_year, line.number or 0))
-    return Statement(
-        parcel=parcel, as_of=as_of, lines=lines, total_due=Decimal(data["total_due"]),
-        total_balance=Decimal(data["total_balance"]), credit_balance=Decimal(data["credit_balance"]),
-    )
-
-
 def parcel_payments(*, parcel: Parcel, until: date | None = None) -> QuerySet[Payment]:
     """The parcel's payments (newest first) with their receipts and voids, for the statement page."""
     payments = Payment.objects.filter(parcel=parcel).select_related("receipt", "receipt__office", "void")
@@ -119,31 +45,6 @@ def parcel_payments(*, parcel: Parcel, until: date | None = None) -> QuerySet[Pa
 
 
 # --- the receipt, from its snapshot only ---------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ReceiptLine:
-    """¶9: what one payment paid on one charge, as printed on the receipt when it was issued."""
-
-    description: str
-    fiscal_year: str
-    number: int | None
-    kind: str
-    om_charge: Decimal | None  # the parcel's O&M charge for the whole fiscal year (¶6, ¶9)
-    credit_percent: Decimal | None  # ¶7
-    credit: Decimal | None  # the year's credit for ceded water rights (¶7, ¶9)
-    net: Decimal | None  # the year's net charge, split in two installments (¶12)
-    principal: Decimal  # this charge (the installment)
-    due_date: date | None
-    last_day_to_pay: date | None
-    surcharge: Decimal  # surcharge paid by this payment (¶12)
-    surcharge_basis: str
-    principal_paid: Decimal
-    balance_after: Decimal
-
-    @property
-    def paid(self) -> Decimal:
-        return self.surcharge + self.principal_paid
 
 
 @dataclass(frozen=True)
@@ -163,7 +64,7 @@ class ReceiptDisplay:
     amount: Decimal
     method: str
     reference: str
-    lines: list[ReceiptLine]
+    lines: list[ReceiptApplication]
     credit_balance: Decimal
     total_due_after: Decimal
     total_balance_after: Decimal
@@ -179,10 +80,10 @@ class ReceiptDisplay:
         return self.total_due_after > 0
 
     @property
-    def levies(self) -> list[ReceiptLine]:
+    def levies(self) -> list[ReceiptApplication]:
         """¶9: the O&M levy and the water-right credit of each fiscal year the payment touched,
         once per year (both installments of a year carry the same roll figures)."""
-        seen: dict[str, ReceiptLine] = {}
+        seen: dict[str, ReceiptApplication] = {}
         for line in self.lines:
             if line.om_charge is not None and line.fiscal_year not in seen:
                 seen[line.fiscal_year] = line
@@ -192,27 +93,15 @@ class ReceiptDisplay:
 def receipt_display(receipt: Receipt) -> ReceiptDisplay:
     """The receipt as issued: read from its stored snapshot, never recomputed (house style:
     issued documents are immutable). Only the void, a later document of its own, is looked up."""
-    snap = receipt.snapshot
-    lines = [
-        ReceiptLine(
-            description=item["description"], fiscal_year=item["fiscal_year"], number=item.get("number"), kind=item.get("kind", ""),
-            om_charge=_decimal(item.get("om_charge")), credit_percent=_decimal(item.get("credit_percent")),
-            credit=_decimal(item.get("credit")), net=_decimal(item.get("net")), principal=Decimal(item["principal"]),
-            due_date=_date(item.get("due_date")), last_day_to_pay=_date(item.get("last_day_to_pay")),
-            surcharge=Decimal(item["surcharge"]), surcharge_basis=item.get("surcharge_basis", ""),
-            principal_paid=Decimal(item["principal_paid"]), balance_after=Decimal(item["balance_after"]),
-        )
-        for item in snap.get("applications", [])
-    ]
+    snap = ReceiptSnapshot.from_json(receipt.snapshot)
+    lines = list(snap.applications)
     payment = receipt.payment
     return ReceiptDisplay(
-        receipt=receipt, number=receipt.display_number, office_code=snap["office"]["code"], office_name=snap["office"]["name"],
-        paid_on=date.fromisoformat(snap["paid_on"]), payer=snap["owner_name"], owner_key=snap.get("owner_key", ""),
-        collector=snap.get("collector", ""), parcel_id=snap["parcel_id"], gravity_acres=Decimal(snap["gravity_acres"]),
-        pumped_acres=Decimal(snap["pumped_acres"]), equivalent_acres=Decimal(snap["equivalent_acres"]),
-        amount=Decimal(snap["amount"]), method=snap["method"], reference=snap.get("reference", ""), lines=lines,
-        credit_balance=Decimal(snap["credit_balance"]), total_due_after=Decimal(snap["total_due_after"]),
-        total_balance_after=Decimal(snap["total_balance_after"]),
+        receipt=receipt, number=receipt.display_number, office_code=snap.office_code, office_name=snap.office_name,
+        paid_on=snap.paid_on, payer=snap.owner_name, owner_key=snap.owner_key, collector=snap.collector,
+        parcel_id=snap.parcel_id, gravity_acres=snap.gravity_acres, pumped_acres=snap.pumped_acres,
+        equivalent_acres=snap.equivalent_acres, amount=snap.amount, method=snap.method, reference=snap.reference, lines=lines,
+        credit_balance=snap.credit_balance, total_due_after=snap.total_due_after, total_balance_after=snap.total_balance_after,
         void=getattr(payment, "void", None),
         totals={
             "surcharge": sum((line.surcharge for line in lines), ZERO),

@@ -24,8 +24,8 @@ from django.utils.translation import ngettext
 from procrastinate.contrib.django import app
 from procrastinate.tasks import Task
 
-from . import services
 from .models import BooksCheck
+from .services import books_checks
 
 
 @app.task(name="billing.books_check", queueing_lock="billing.books_check")
@@ -33,7 +33,7 @@ def books_check_nightly(timestamp: int) -> int:
     """Checks and records the books; e-mails ``ADMINS`` when they do not balance or the check
     cannot run. Returns the ``BooksCheck``'s id. ``timestamp``: the scheduled time (procrastinate)."""
     try:
-        check = services.books_check_run(acting_user=None, trigger=BooksCheck.Trigger.NIGHTLY)
+        check = books_checks.books_check_run(acting_user=None, trigger=BooksCheck.Trigger.NIGHTLY)
     except Exception as exc:
         with translation.override(settings.LANGUAGE_CODE):
             mail_admins(_("La verificación de los libros no pudo completarse"),

@@ -21,10 +21,12 @@ from parcels.access import get_parcel_for_user
 from parcels.models import Parcel
 from parcels.roles import COLLECTOR, HACIENDA, LANDOWNER, SUPERVISOR, has_role, role_required
 
-from . import selectors, services
+from . import accounts, selectors
 from .access import RECEIPT_STAFF, get_document_for_user, get_receipt_for_user
+from .errors import BillingError
 from .forms import CounterSearchForm, DayCloseForm, DayReportForm, PaymentForm, RefundForm, StatementDateForm, VoidForm
 from .models import DayClose, IssuedDocument, Office, Payment
+from .services import counter as counter_services
 
 COUNTER_ROLES = (COLLECTOR, SUPERVISOR)
 READERS = (*RECEIPT_STAFF, LANDOWNER)  # landowners reach only their own (404 otherwise)
@@ -32,8 +34,8 @@ READERS = (*RECEIPT_STAFF, LANDOWNER)  # landowners reach only their own (404 ot
 
 def _office_or_error(user: Any, code: str | None = None) -> tuple[Office | None, str]:
     try:
-        return services.office_for(user, code), ""
-    except services.BillingError as exc:
+        return counter_services.office_for(user, code), ""
+    except BillingError as exc:
         return None, str(exc)
 
 
@@ -60,7 +62,7 @@ def counter(request: HttpRequest) -> HttpResponse:
 # ---------------------------------------------------------------------------------------------
 
 
-def _fresh_form(data: Any, statement: selectors.Statement) -> PaymentForm:
+def _fresh_form(data: Any, statement: accounts.Statement) -> PaymentForm:
     """A payment form for this rendering: a new idempotency key and the total the page shows.
     Bound data (what the collector typed) is kept; only the two hidden fields are renewed."""
     hidden = {"idempotency_key": uuid.uuid4().hex, "expected_total_due": f"{statement.total_due:.2f}"}
@@ -86,18 +88,18 @@ def counter_parcel(request: HttpRequest, pk: int) -> HttpResponse:
         if form.is_valid():
             data = form.cleaned_data
             try:
-                receipt = services.payment_record(
+                receipt = counter_services.payment_record(
                     acting_user=request.user, parcel=parcel, amount=data["amount"], paid_on=today, method=data["method"],
                     reference=data["reference"].strip(), idempotency_key=data["idempotency_key"],
                     expected_total_due=data["expected_total_due"],
                 )
-            except services.BillingError as exc:
+            except BillingError as exc:
                 error = str(exc)
             else:
                 messages.success(request, _("Pago registrado. Recibo %(n)s.") % {"n": receipt.display_number})
                 return redirect("billing:receipt", pk=receipt.pk)
     # Always the current figures: after a refusal the page shows what is owed now.
-    statement = selectors.statement_for(parcel=parcel, as_of=today)
+    statement = accounts.statement(parcel=parcel, as_of=today)
     form = _fresh_form(request.POST if request.method == "POST" else None, statement)
     if error:
         form.add_error(None, error)
@@ -133,8 +135,8 @@ def void(request: HttpRequest, pk: int) -> HttpResponse:
     form = VoidForm(request.POST)
     if form.is_valid():
         try:
-            services.payment_void(acting_user=request.user, payment=payment, reason=form.cleaned_data["reason"])
-        except services.BillingError as exc:
+            counter_services.payment_void(acting_user=request.user, payment=payment, reason=form.cleaned_data["reason"])
+        except BillingError as exc:
             form.add_error(None, str(exc))
         else:
             messages.success(request, _("Pago anulado. El recibo %(n)s queda como se emitió, marcado ANULADO.")
@@ -155,7 +157,7 @@ def statement(request: HttpRequest, pk: int) -> HttpResponse:
     form = StatementDateForm(request.GET or None, initial={"as_of": today})
     as_of = (form.cleaned_data.get("as_of") if form.is_bound and form.is_valid() else None) or today
     return render(request, "billing/statement.html", {
-        "parcel": parcel, "statement": selectors.statement_for(parcel=parcel, as_of=as_of), "form": form, "today": today,
+        "parcel": parcel, "statement": accounts.statement(parcel=parcel, as_of=as_of), "form": form, "today": today,
         "payments": selectors.parcel_payments(parcel=parcel, until=as_of),
         "can_collect": has_role(request.user, *COUNTER_ROLES),
         "can_certify": has_role(request.user, HACIENDA, COLLECTOR, SUPERVISOR),  # ¶11: e.g. before a sale
@@ -218,9 +220,9 @@ def day_close(request: HttpRequest) -> HttpResponse:
             messages.error(request, error)
         else:
             try:
-                services.day_close(acting_user=request.user, office=office, day=form.cleaned_data["day"],
+                counter_services.day_close(acting_user=request.user, office=office, day=form.cleaned_data["day"],
                                    counted_cash=form.cleaned_data["counted_cash"], counted_checks=form.cleaned_data["counted_checks"])
-            except services.BillingError as exc:
+            except BillingError as exc:
                 messages.error(request, str(exc))
             else:
                 messages.success(request, _("Día cerrado."))
@@ -237,9 +239,9 @@ def refund(request: HttpRequest, pk: int) -> HttpResponse:
     form = RefundForm(request.POST)
     if form.is_valid():
         try:
-            services.refund_issue(acting_user=request.user, parcel=parcel, amount=form.cleaned_data["amount"],
+            counter_services.refund_issue(acting_user=request.user, parcel=parcel, amount=form.cleaned_data["amount"],
                                   reason=form.cleaned_data["reason"])
-        except services.BillingError as exc:
+        except BillingError as exc:
             messages.error(request, str(exc))
         else:
             messages.success(request, _("Reembolso registrado."))

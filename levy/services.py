@@ -285,7 +285,7 @@ def roll_finalize(*, acting_user: Any, fiscal_year: str, today: date | None = No
     levy.finalized_on = on
     levy.finalized_late = on > year.roll_deadline
     levy.save(update_fields=["status", "finalized_by", "finalized_at", "finalized_on", "finalized_late"])
-    from billing.services import installments_issue  # billing builds on the finalized roll
+    from billing.services.installments import installments_issue  # billing builds on the finalized roll
 
     installments_issue(acting_user=acting_user, levy=levy)
     return levy
@@ -311,7 +311,7 @@ def roll_correction_create(
     )
     correction.full_clean()
     correction.save()
-    from billing.services import correction_post  # billed and reconciled as its own charge
+    from billing.services.corrections import correction_post  # billed and reconciled as its own charge
 
     correction_post(acting_user=acting_user, correction=correction)
     return correction

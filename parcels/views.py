@@ -15,6 +15,8 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
+from billing import accounts
+
 from . import selectors, services
 from .access import get_parcel_for_user, owner_ids_for_user
 from .forms import ImportUploadForm, OwnerForm, ParcelForm, TransferForm
@@ -31,13 +33,12 @@ CHANGES = "changes"  # the audit page's event type for the registry history (the
 def _landowner_rows(parcels: list[Parcel]) -> list[dict]:
     """Each of a landowner's parcels with what it owes today (¶13) and its next payment: the
     oldest charge with a balance, by its last day to pay (¶12)."""
-    from billing import services as billing_services
 
     today = timezone.localdate()
-    accounts = billing_services.account_states(parcels=parcels, as_of=today)
+    states = accounts.account_states(parcels=parcels, as_of=today)
     rows = []
     for parcel in parcels:
-        state = accounts[parcel.pk].state
+        state = states[parcel.pk].state
         unpaid = sorted((c for c in state.charges if c.balance > 0), key=lambda c: (c.last_day, c.key))
         rows.append({"parcel": parcel, "owed_now": state.total_due, "next": unpaid[0] if unpaid else None,
                      "late": bool(unpaid) and unpaid[0].last_day < today})
@@ -60,7 +61,8 @@ def home(request: HttpRequest) -> HttpResponse:
             Receipt.objects.filter(snapshot__owner_key=account.owner.owner_key).select_related("office", "payment")
             .order_by("-issued_at")[:20] if account else []
         )
-        from billing.services import delinquency_parameters, rate_label
+        from billing.accounts import delinquency_parameters
+        from billing.wording import rate_label
 
         params = delinquency_parameters(timezone.localdate())
         return render(request, "parcels/home_landowner.html", {

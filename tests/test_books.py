@@ -11,8 +11,9 @@ from decimal import Decimal
 import pgtrigger
 import pytest
 
-from billing import books, documents, services
+from billing import books
 from billing.models import Charge, IssuedDocument, LedgerEntry, Receipt
+from billing.services import bills, collection, counter
 from levy.models import RollLine
 from levy.services import roll_correction_create
 from parcels.models import Parcel
@@ -34,16 +35,16 @@ def build_books(staff: dict) -> None:
     collector, supervisor, hacienda = staff["collector"], staff["supervisor"], staff["hacienda"]
 
     def pay(code: str, amount: str, on: date, **kwargs) -> Receipt:
-        return services.payment_record(acting_user=collector, parcel=parcel(code), amount=Decimal(amount), paid_on=on, **kwargs)
+        return counter.payment_record(acting_user=collector, parcel=parcel(code), amount=Decimal(amount), paid_on=on, **kwargs)
 
     pay("P1", "9180.00", date(2026, 7, 2))
     pay("P4", "7000.21", date(2026, 10, 15))  # the July half, late: ½% × 2 months
     bounced = pay("P2", "22950.00", date(2026, 7, 10), method="check")
-    services.payment_void(acting_user=supervisor, payment=bounced.payment, reason="Cheque devuelto", voided_on=date(2026, 7, 20))
+    counter.payment_void(acting_user=supervisor, payment=bounced.payment, reason="Cheque devuelto", voided_on=date(2026, 7, 20))
     late = pay("P5", "1000.00", date(2026, 9, 15), method="check")  # settles 11.25 of surcharge
-    services.payment_void(acting_user=supervisor, payment=late.payment, reason="Cheque devuelto", voided_on=date(2026, 9, 20))
+    counter.payment_void(acting_user=supervisor, payment=late.payment, reason="Cheque devuelto", voided_on=date(2026, 9, 20))
     pay("P5", "5000.00", date(2026, 10, 20))  # more than everything owed: a credit
-    services.refund_issue(acting_user=supervisor, parcel=parcel("P5"), amount=Decimal("100.00"), reason="Sobrepago",
+    counter.refund_issue(acting_user=supervisor, parcel=parcel("P5"), amount=Decimal("100.00"), reason="Sobrepago",
                           refunded_on=date(2026, 10, 25))
     line = RollLine.objects.get(parcel__parcel_id="P1", levy__status="final")
     roll_correction_create(acting_user=hacienda, roll_line=line, om_charge_delta=Decimal("120.00"), credit_delta=Decimal("0"),
@@ -51,10 +52,10 @@ def build_books(staff: dict) -> None:
     line = RollLine.objects.get(parcel__parcel_id="P3", levy__status="final")
     roll_correction_create(acting_user=hacienda, roll_line=line, om_charge_delta=Decimal("0"), credit_delta=Decimal("50.00"),
                            reason="Crédito reconocido", due_date=date(2026, 11, 1))
-    documents.bill_issue(acting_user=hacienda, charge=Charge.objects.get(parcel__parcel_id="P3", number=2),
+    bills.bill_issue(acting_user=hacienda, charge=Charge.objects.get(parcel__parcel_id="P3", number=2),
                          issued_on=date(2026, 12, 1))
-    services.certificate_issue(acting_user=hacienda, parcel=parcel("P3"), as_of=date(2026, 12, 1))
-    services.seizure_step_issue(acting_user=hacienda, parcel=parcel("P3"), kind="notice", on=date(2026, 12, 1))
+    collection.certificate_issue(acting_user=hacienda, parcel=parcel("P3"), as_of=date(2026, 12, 1))
+    collection.seizure_step_issue(acting_user=hacienda, parcel=parcel("P3"), kind="notice", on=date(2026, 12, 1))
 
 
 def verify_books(*args: str) -> tuple[int, str, str]:
@@ -127,7 +128,7 @@ def test_the_checks_are_set_based(books_district, staff, django_assert_max_num_q
     with django_assert_max_num_queries(20) as before:
         assert books.verify() == []
     for day in range(3, 9):
-        services.payment_record(acting_user=staff["collector"], parcel=parcel("P3"), amount=Decimal("10.00"),
+        counter.payment_record(acting_user=staff["collector"], parcel=parcel("P3"), amount=Decimal("10.00"),
                                 paid_on=date(2026, 7, day))
     with django_assert_max_num_queries(len(before.captured_queries)):
         assert books.verify() == []
@@ -152,12 +153,12 @@ def test_a_changed_stored_document_is_found(books_district):
 @pytest.mark.books_unchecked
 @pytest.mark.django_db
 def test_a_changed_seizure_notice_and_a_changed_bulk_part_are_found(books_district, staff):
-    from billing import bulk, documents
+    from billing import bulk
     from billing.models import BillBatchPart, SeizureStep
 
     step = SeizureStep.objects.get()
     assert step.sha256 == hashlib.sha256(bytes(step.pdf)).hexdigest()
-    batch = documents.bill_batch_start(staff["hacienda"], "2026-2027", 2)
+    batch = bills.bill_batch_start(staff["hacienda"], "2026-2027", 2)
     bulk.bill_batch_run(batch=batch, processes=1)
     part = BillBatchPart.objects.get(batch=batch)
     assert books.verify() == []

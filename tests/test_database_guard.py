@@ -21,8 +21,8 @@ from django.core.management.base import CommandError
 from django.db import connection, transaction
 from django.db.utils import DatabaseError
 
-from billing import services
 from billing.models import BooksCheck, Charge, Office
+from billing.services import books_checks, counter
 from parcels.database import RoleError, app_role_grant
 from parcels.management.commands import backup
 from parcels.models import AccessEvent, Parcel
@@ -77,13 +77,13 @@ def truncate_guarded_tables() -> set[str]:
 def full_books(district_1, staff):
     """Worked example 1 finalized, with every kind of row the guard protects."""
     build_books(staff)
-    services.day_close(acting_user=staff["supervisor"], office=Office.objects.get(code="LAJ"), day=date(2026, 7, 2),
+    counter.day_close(acting_user=staff["supervisor"], office=Office.objects.get(code="LAJ"), day=date(2026, 7, 2),
                        counted_cash=Decimal("9180.00"), counted_checks=Decimal("0.00"))
     buyer = owner_create(acting_user=staff["authority"], name="Ana Ortiz Matos", owner_key="OWN-T")
     parcel_transfer(acting_user=staff["authority"], parcel=Parcel.objects.get(parcel_id="P2"), to_owner=buyer,
                     effective_on=date(2026, 7, 15))
     # the nightly check's record, the access log and a second-factor reset
-    services.books_check_run(acting_user=staff["hacienda"], trigger=BooksCheck.Trigger.COMMAND)
+    books_checks.books_check_run(acting_user=staff["hacienda"], trigger=BooksCheck.Trigger.COMMAND)
     access_event_record(acting_user=staff["collector"], kind=AccessEvent.Kind.LOGIN)
     second_factor_reset(acting_user=get_user_model().objects.create_superuser("it_admin", "it@example.pr", "x"), user=staff["hacienda"],
                         reason="Teléfono perdido")

@@ -26,6 +26,7 @@ from django.db import OperationalError, connection
 from django.test import RequestFactory
 from django.urls import reverse
 
+from billing import accounts
 from lajas_portal.settings import cache_settings
 from parcels.middleware import client_ip
 from parcels.portal import CLAIM_FAILURE_LIMIT
@@ -465,7 +466,7 @@ def test_a_roll_export_cut_half_way_is_a_500_not_a_shorter_file(hacienda_client,
 
 @pytest.mark.django_db
 def test_the_delinquent_csv_cut_half_way_is_a_500_not_a_shorter_file(hacienda_client, monkeypatch):
-    from billing import hacienda_views, services
+    from billing import hacienda_views
 
     url = reverse("collections:delinquent") + "?format=csv&as_of=2026-09-02"
     whole = hacienda_client.get(url)
@@ -477,7 +478,7 @@ def test_the_delinquent_csv_cut_half_way_is_a_500_not_a_shorter_file(hacienda_cl
         def __iter__(self):
             return failing_after((item for item in list.__iter__(self)), 2)
 
-    real = services.delinquent_charges
+    real = accounts.delinquent_charges
     monkeypatch.setattr(hacienda_views.services, "delinquent_charges", lambda **kwargs: CutList(real(**kwargs)))
     cut = hacienda_client.get(url)
     assert cut.status_code == 500 and not cut.get("Content-Disposition")

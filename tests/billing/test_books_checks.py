@@ -19,8 +19,9 @@ from django.core.management.base import CommandError
 from django.db import DatabaseError, connection, transaction
 from procrastinate.contrib.django import app
 
-from billing import books_views, services, tasks
+from billing import books_views, tasks
 from billing.models import BooksCheck, LedgerEntry
+from billing.services import books_checks
 from parcels.management.commands import backup
 from tests.billing.conftest import district_1, staff  # noqa: F401
 from tests.commands import run_command
@@ -137,7 +138,7 @@ def test_a_check_that_cannot_run_mails_the_admins_and_fails_the_job(books_distri
 
 @pytest.mark.django_db
 def test_a_recorded_check_refuses_update_and_delete(books_district):
-    check = services.books_check_run(acting_user=None, trigger=BooksCheck.Trigger.COMMAND)
+    check = books_checks.books_check_run(acting_user=None, trigger=BooksCheck.Trigger.COMMAND)
     with pytest.raises(DatabaseError, match="Cannot update or delete rows"), transaction.atomic():
         BooksCheck.objects.filter(pk=check.pk).update(passed=False, findings=[{"check": "x", "message": "y"}])
     with pytest.raises(DatabaseError, match="Cannot update or delete rows"), transaction.atomic():
@@ -148,7 +149,7 @@ def test_a_recorded_check_refuses_update_and_delete(books_district):
 
 @pytest.mark.django_db
 def test_a_passed_check_with_findings_is_refused_by_the_database(books_district):
-    check = services.books_check_run(acting_user=None, trigger=BooksCheck.Trigger.COMMAND)
+    check = books_checks.books_check_run(acting_user=None, trigger=BooksCheck.Trigger.COMMAND)
     with pytest.raises(DatabaseError, match="bookscheck_passed_iff_no_findings"), transaction.atomic():
         BooksCheck.objects.bulk_create([BooksCheck(started_at=check.started_at, finished_at=check.finished_at, passed=True,
                                                    findings=[{"check": "ledger", "message": "x"}], trigger="command")])

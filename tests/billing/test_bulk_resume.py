@@ -20,9 +20,10 @@ from typing import Any
 import pytest
 from pypdf import PdfReader
 
-from billing import bulk, documents
+from billing import bulk
+from billing.errors import BillingError
 from billing.models import Bill, BillBatch, Charge, IssuedDocument
-from billing.services import BillingError
+from billing.services import bills as bill_services
 from levy.services import estimate_certify, estimate_enter, levy_compute, roll_finalize
 from parcels.models import Job
 from parcels.services import parcels_import, user_create
@@ -76,7 +77,7 @@ def test_a_killed_bulk_worker_resumes_on_another_without_duplicates_or_orphans(j
     first = run_worker()
     second = None
     try:
-        batch = documents.bill_batch_start(hacienda, "2026-2027", 1, processes=2)  # rendered in two processes
+        batch = bill_services.bill_batch_start(hacienda, "2026-2027", 1, processes=2)  # rendered in two processes
         job = Job.objects.get(pk=batch.job_id)
 
         def issuing() -> list[int]:
@@ -101,7 +102,7 @@ def test_a_killed_bulk_worker_resumes_on_another_without_duplicates_or_orphans(j
 
         # A second batch of the same semester is refused meanwhile (it would number the bills again).
         with pytest.raises(BillingError, match=r"los avisos de 2026-2027, plazo 1: lo pidió hac el .* va por el \d+ %"):
-            documents.bill_batch_start(hacienda, "2026-2027", 1)
+            bill_services.bill_batch_start(hacienda, "2026-2027", 1)
 
         def taken_again() -> bool:
             assert second.poll() is None, second.output()[-3000:]

@@ -10,8 +10,10 @@ from zoneinfo import ZoneInfo
 import pytest
 from django.db import DatabaseError, connection, transaction
 
-from billing import services
+from billing import accounts
+from billing.errors import BillingError
 from billing.models import Charge, LedgerEntry, Payment, Receipt
+from billing.services import counter, installments
 from parcels.models import Parcel
 from tests.billing.conftest import billing_cmd, statement
 from tests.clock import move_clock_to
@@ -36,7 +38,7 @@ def test_finalizing_issues_two_installments_per_paying_parcel_once(district_1, s
         (2, Decimal("6930.90"), date(2027, 1, 1), date(2027, 3, 2)),
     ]
     assert Charge.objects.count() == 10
-    assert services.installments_issue(acting_user=staff["hacienda"], levy=district_1) == 0
+    assert installments.installments_issue(acting_user=staff["hacienda"], levy=district_1) == 0
     assert Charge.objects.count() == 10 and LedgerEntry.objects.filter(kind="charge").count() == 10
 
 
@@ -59,13 +61,13 @@ def test_worked_example_1_late_july_half(district_1, staff):
     assert after["installments"][0]["paid"] == "7000.21" and after["installments"][0]["balance"] == "0.00"
     assert after["total_due"] == "0.00"
     # the ledger: charges + realized surcharge − payments
-    assert services.ledger_balance(Parcel.objects.get(parcel_id="P4")) == Decimal("6930.90")
+    assert accounts.ledger_balance(Parcel.objects.get(parcel_id="P4")) == Decimal("6930.90")
 
 
 @pytest.mark.django_db
 def test_partial_payments_across_periods_and_payment_order(district_1, staff):
     parcel = Parcel.objects.get(parcel_id="P5")  # halves 2249.10 / 2249.10, D = 2026-09-01
-    receipt = services.payment_record(acting_user=staff["collector"], parcel=parcel, amount=Decimal("1000.00"), paid_on=date(2026, 9, 15))
+    receipt = counter.payment_record(acting_user=staff["collector"], parcel=parcel, amount=Decimal("1000.00"), paid_on=date(2026, 9, 15))
     # period 1 began on 09-01 with 2249.10 unpaid: ½% = 11.2455 → 11.25 paid first, then 988.75 principal
     assert receipt.snapshot["applications"][0]["surcharge"] == "11.25"
     assert receipt.snapshot["applications"][0]["principal_paid"] == "988.75"
@@ -74,7 +76,7 @@ def test_partial_payments_across_periods_and_payment_order(district_1, staff):
     assert (july["surcharge"], july["paid"], july["balance"]) == ("17.55", "1000.00", "1266.65")
     assert july["surcharge_basis"] == "½% × 1 mes sobre $2,249.10 + ½% × 1 mes sobre $1,260.35"
     # an overpayment pays the oldest first, then the January half early, and the rest is credit
-    receipt = services.payment_record(acting_user=staff["collector"], parcel=parcel, amount=Decimal("4000.00"), paid_on=date(2026, 10, 20))
+    receipt = counter.payment_record(acting_user=staff["collector"], parcel=parcel, amount=Decimal("4000.00"), paid_on=date(2026, 10, 20))
     paid = [(a["number"], a["surcharge"], a["principal_paid"]) for a in receipt.snapshot["applications"]]
     assert paid == [(1, "6.30", "1260.35"), (2, "0.00", "2249.10")]
     assert receipt.snapshot["credit_balance"] == "484.25"
@@ -100,7 +102,7 @@ def test_pay_command_refusals(district_1, staff):
 @pytest.mark.django_db
 def test_receipts_are_numbered_per_office_and_fiscal_year_and_never_change(district_1, staff):
     p1 = Parcel.objects.get(parcel_id="P1")
-    numbers = [services.payment_record(acting_user=staff["collector"], parcel=p1, amount=Decimal("10.00"), paid_on=day).display_number
+    numbers = [counter.payment_record(acting_user=staff["collector"], parcel=p1, amount=Decimal("10.00"), paid_on=day).display_number
                for day in (date(2026, 8, 1), date(2026, 8, 2), date(2027, 7, 1))]
     assert numbers == ["LAJ-2026-2027-000001", "LAJ-2026-2027-000002", "LAJ-2027-2028-000001"]
     receipt = Receipt.objects.first()
@@ -115,26 +117,26 @@ def test_receipts_are_numbered_per_office_and_fiscal_year_and_never_change(distr
 @pytest.mark.django_db
 def test_double_submitted_form_records_one_payment(district_1, staff):
     p1 = Parcel.objects.get(parcel_id="P1")
-    first = services.payment_record(acting_user=staff["collector"], parcel=p1, amount=Decimal("9180.00"), paid_on=date(2026, 7, 2), idempotency_key="form-1")
-    again = services.payment_record(acting_user=staff["collector"], parcel=p1, amount=Decimal("9180.00"), paid_on=date(2026, 7, 2), idempotency_key="form-1")
+    first = counter.payment_record(acting_user=staff["collector"], parcel=p1, amount=Decimal("9180.00"), paid_on=date(2026, 7, 2), idempotency_key="form-1")
+    again = counter.payment_record(acting_user=staff["collector"], parcel=p1, amount=Decimal("9180.00"), paid_on=date(2026, 7, 2), idempotency_key="form-1")
     assert first.pk == again.pk and Payment.objects.count() == 1
-    with pytest.raises(services.BillingError):
-        services.payment_record(acting_user=staff["collector"], parcel=p1, amount=Decimal("9180.00"), paid_on=date(2026, 7, 2),
+    with pytest.raises(BillingError):
+        counter.payment_record(acting_user=staff["collector"], parcel=p1, amount=Decimal("9180.00"), paid_on=date(2026, 7, 2),
                                 expected_total_due=Decimal("9180.00"))
 
 
 @pytest.mark.django_db
 def test_void_is_a_new_dated_entry_and_restores_the_debt(district_1, staff):
     p2 = Parcel.objects.get(parcel_id="P2")
-    receipt = services.payment_record(acting_user=staff["collector"], parcel=p2, amount=Decimal("22950.00"), paid_on=date(2026, 7, 10), method="check")
+    receipt = counter.payment_record(acting_user=staff["collector"], parcel=p2, amount=Decimal("22950.00"), paid_on=date(2026, 7, 10), method="check")
     assert statement("P2", "2026-07-20")["total_due"] == "0.00"
-    with pytest.raises(services.BillingError):
-        services.payment_void(acting_user=staff["collector"], payment=receipt.payment, reason="cheque devuelto")
-    services.payment_void(acting_user=staff["supervisor"], payment=receipt.payment, reason="Cheque devuelto", voided_on=date(2026, 7, 20))
+    with pytest.raises(BillingError):
+        counter.payment_void(acting_user=staff["collector"], payment=receipt.payment, reason="cheque devuelto")
+    counter.payment_void(acting_user=staff["supervisor"], payment=receipt.payment, reason="Cheque devuelto", voided_on=date(2026, 7, 20))
     assert statement("P2", "2026-07-19")["total_due"] == "0.00"  # before the void the payment counted
     assert statement("P2", "2026-07-20")["total_due"] == "22950.00"
     assert Receipt.objects.get(pk=receipt.pk).snapshot["amount"] == "22950.00"
-    assert services.ledger_balance(p2) == Decimal("45900.00")
+    assert accounts.ledger_balance(p2) == Decimal("45900.00")
 
 
 def race(users_and_keys, parcel, amount, expected) -> list[str]:
@@ -145,10 +147,10 @@ def race(users_and_keys, parcel, amount, expected) -> list[str]:
     def pay(user, key):
         try:
             barrier.wait(timeout=10)
-            receipt = services.payment_record(acting_user=user, parcel=parcel, amount=amount, paid_on=date(2026, 7, 15),
+            receipt = counter.payment_record(acting_user=user, parcel=parcel, amount=amount, paid_on=date(2026, 7, 15),
                                               idempotency_key=key, expected_total_due=expected)
             outcomes.append(f"receipt {receipt.pk}")
-        except services.BillingError:
+        except BillingError:
             outcomes.append("refused")
         finally:
             connection.close()

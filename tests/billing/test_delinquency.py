@@ -13,8 +13,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pypdf import PdfReader
 
-from billing import services
+from billing import accounts
+from billing.errors import BillingError
 from billing.models import Charge, DebtCertificate, Office, SeizureCase, WaterDelivery
+from billing.services import collection, counter, water
 from parcels.models import Parcel
 from tests.billing.conftest import billing_cmd, statement
 
@@ -22,44 +24,44 @@ from tests.billing.conftest import billing_cmd, statement
 @pytest.mark.django_db
 def test_refund_only_what_is_credit(district_1, staff):
     p3 = Parcel.objects.get(parcel_id="P3")  # net 9180.00
-    services.payment_record(acting_user=staff["collector"], parcel=p3, amount=Decimal("9200.00"), paid_on=date(2026, 7, 5))
+    counter.payment_record(acting_user=staff["collector"], parcel=p3, amount=Decimal("9200.00"), paid_on=date(2026, 7, 5))
     assert statement("P3", "2026-07-05")["credit_balance"] == "20.00"
-    with pytest.raises(services.BillingError):
-        services.refund_issue(acting_user=staff["supervisor"], parcel=p3, amount=Decimal("20.01"), reason="x", refunded_on=date(2026, 7, 6))
-    with pytest.raises(services.BillingError):
-        services.refund_issue(acting_user=staff["collector"], parcel=p3, amount=Decimal("20.00"), reason="x", refunded_on=date(2026, 7, 6))
-    services.refund_issue(acting_user=staff["supervisor"], parcel=p3, amount=Decimal("20.00"), reason="Pago de más", refunded_on=date(2026, 7, 6))
+    with pytest.raises(BillingError):
+        counter.refund_issue(acting_user=staff["supervisor"], parcel=p3, amount=Decimal("20.01"), reason="x", refunded_on=date(2026, 7, 6))
+    with pytest.raises(BillingError):
+        counter.refund_issue(acting_user=staff["collector"], parcel=p3, amount=Decimal("20.00"), reason="x", refunded_on=date(2026, 7, 6))
+    counter.refund_issue(acting_user=staff["supervisor"], parcel=p3, amount=Decimal("20.00"), reason="Pago de más", refunded_on=date(2026, 7, 6))
     after = statement("P3", "2026-07-06")
     assert after["credit_balance"] == "0.00" and after["total_due"] == "0.00"
-    assert services.ledger_balance(p3) == Decimal("0.00")
+    assert accounts.ledger_balance(p3) == Decimal("0.00")
 
 
 @pytest.mark.django_db
 def test_closed_day_needs_a_later_dated_void(district_1, staff):
     office = Office.objects.get(code="LAJ")
     p1 = Parcel.objects.get(parcel_id="P1")
-    receipt = services.payment_record(acting_user=staff["collector"], parcel=p1, amount=Decimal("100.00"), paid_on=date(2026, 7, 7), method="check")
-    services.payment_record(acting_user=staff["collector"], parcel=p1, amount=Decimal("50.00"), paid_on=date(2026, 7, 7))
+    receipt = counter.payment_record(acting_user=staff["collector"], parcel=p1, amount=Decimal("100.00"), paid_on=date(2026, 7, 7), method="check")
+    counter.payment_record(acting_user=staff["collector"], parcel=p1, amount=Decimal("50.00"), paid_on=date(2026, 7, 7))
     from billing.selectors import day_report
 
     totals = {row.method: row.amount for row in day_report(office=office, day=date(2026, 7, 7)).by_method}
     assert totals["check"] == Decimal("100.00") and totals["cash"] == Decimal("50.00")
-    close = services.day_close(acting_user=staff["supervisor"], office=office, day=date(2026, 7, 7),
+    close = counter.day_close(acting_user=staff["supervisor"], office=office, day=date(2026, 7, 7),
                                counted_cash=Decimal("45.00"), counted_checks=Decimal("100.00"))
     assert close.counted_cash.amount - close.expected_cash.amount == Decimal("-5.00")  # short by five dollars
-    with pytest.raises(services.BillingError):
-        services.day_close(acting_user=staff["supervisor"], office=office, day=date(2026, 7, 7), counted_cash=Decimal("0"), counted_checks=Decimal("0"))
-    with pytest.raises(services.BillingError, match="posterior"):
-        services.payment_void(acting_user=staff["supervisor"], payment=receipt.payment, reason="Cheque devuelto", voided_on=date(2026, 7, 7))
-    services.payment_void(acting_user=staff["supervisor"], payment=receipt.payment, reason="Cheque devuelto", voided_on=date(2026, 7, 9))
+    with pytest.raises(BillingError):
+        counter.day_close(acting_user=staff["supervisor"], office=office, day=date(2026, 7, 7), counted_cash=Decimal("0"), counted_checks=Decimal("0"))
+    with pytest.raises(BillingError, match="posterior"):
+        counter.payment_void(acting_user=staff["supervisor"], payment=receipt.payment, reason="Cheque devuelto", voided_on=date(2026, 7, 7))
+    counter.payment_void(acting_user=staff["supervisor"], payment=receipt.payment, reason="Cheque devuelto", voided_on=date(2026, 7, 9))
 
 
 @pytest.mark.django_db
 def test_debt_certificate_is_numbered_and_superseded(district_1, staff):
     p4 = Parcel.objects.get(parcel_id="P4")
-    first = services.certificate_issue(acting_user=staff["hacienda"], parcel=p4, as_of=date(2026, 10, 15))
+    first = collection.certificate_issue(acting_user=staff["hacienda"], parcel=p4, as_of=date(2026, 10, 15))
     assert first.snapshot["total_due"] == "7000.21" and first.number.startswith("CD-")
-    second = services.certificate_issue(acting_user=staff["hacienda"], parcel=p4, as_of=date(2026, 10, 16))
+    second = collection.certificate_issue(acting_user=staff["hacienda"], parcel=p4, as_of=date(2026, 10, 16))
     assert second.supersedes == first and second.number != first.number
     with pytest.raises(DatabaseError), transaction.atomic():
         DebtCertificate.objects.filter(pk=first.pk).update(as_of=date(2020, 1, 1))
@@ -68,12 +70,12 @@ def test_debt_certificate_is_numbered_and_superseded(district_1, staff):
 @pytest.mark.django_db
 def test_delinquent_list_and_csv(district_1, staff):
     p1 = Parcel.objects.get(parcel_id="P1")
-    services.payment_record(acting_user=staff["collector"], parcel=p1, amount=Decimal("9180.00"), paid_on=date(2026, 8, 1))
-    items = services.delinquent_charges(as_of=date(2026, 9, 1))
+    counter.payment_record(acting_user=staff["collector"], parcel=p1, amount=Decimal("9180.00"), paid_on=date(2026, 8, 1))
+    items = accounts.delinquent_charges(as_of=date(2026, 9, 1))
     assert sorted(i.parcel.parcel_id for i in items) == ["P2", "P3", "P4", "P5"]
     assert all(i.days_late == 1 and i.charge.number == 1 for i in items)
-    assert services.delinquent_charges(as_of=date(2026, 8, 31)) == []  # the last day to pay is not late
-    big = services.delinquent_charges(as_of=date(2026, 9, 1), min_balance=Decimal("10000"))
+    assert accounts.delinquent_charges(as_of=date(2026, 8, 31)) == []  # the last day to pay is not late
+    big = accounts.delinquent_charges(as_of=date(2026, 9, 1), min_balance=Decimal("10000"))
     assert [i.parcel.parcel_id for i in big] == ["P2"]
     code, out, _ = billing_cmd("delinquent", "--as-of", "2026-10-15", "--format", "csv")
     assert code == 0
@@ -84,19 +86,19 @@ def test_delinquent_list_and_csv(district_1, staff):
 @pytest.mark.django_db
 def test_seizure_steps_in_order_with_the_30_day_term_and_stop_when_paid(district_1, staff):
     p2 = Parcel.objects.get(parcel_id="P2")
-    with pytest.raises(services.BillingError):
-        services.seizure_step_issue(acting_user=staff["hacienda"], parcel=p2, kind="certificate", on=date(2026, 9, 10))
-    notice = services.seizure_step_issue(acting_user=staff["hacienda"], parcel=p2, kind="notice", on=date(2026, 9, 10))
+    with pytest.raises(BillingError):
+        collection.seizure_step_issue(acting_user=staff["hacienda"], parcel=p2, kind="certificate", on=date(2026, 9, 10))
+    notice = collection.seizure_step_issue(acting_user=staff["hacienda"], parcel=p2, kind="notice", on=date(2026, 9, 10))
     assert notice.term_ends == date(2026, 10, 10) and notice.number.startswith("NE-2026-")
     text = "".join(page.extract_text() for page in PdfReader(io.BytesIO(bytes(notice.pdf))).pages)
     assert "P2" in text and notice.number in text and "22,950.00" in text
-    with pytest.raises(services.BillingError, match="30"):
-        services.seizure_step_issue(acting_user=staff["hacienda"], parcel=p2, kind="certificate", on=date(2026, 10, 10))
-    services.seizure_step_issue(acting_user=staff["hacienda"], parcel=p2, kind="certificate", on=date(2026, 10, 11))
+    with pytest.raises(BillingError, match="30"):
+        collection.seizure_step_issue(acting_user=staff["hacienda"], parcel=p2, kind="certificate", on=date(2026, 10, 10))
+    collection.seizure_step_issue(acting_user=staff["hacienda"], parcel=p2, kind="certificate", on=date(2026, 10, 11))
     owed = Decimal(statement("P2", "2026-10-20")["total_due"])
-    services.payment_record(acting_user=staff["collector"], parcel=p2, amount=owed, paid_on=date(2026, 10, 20))
-    with pytest.raises(services.BillingError, match="detiene"):
-        services.seizure_step_issue(acting_user=staff["hacienda"], parcel=p2, kind="auction", on=date(2026, 10, 21))
+    counter.payment_record(acting_user=staff["collector"], parcel=p2, amount=owed, paid_on=date(2026, 10, 20))
+    with pytest.raises(BillingError, match="detiene"):
+        collection.seizure_step_issue(acting_user=staff["hacienda"], parcel=p2, kind="auction", on=date(2026, 10, 21))
     assert SeizureCase.objects.get(parcel=p2).status == "paid"
 
 
@@ -105,20 +107,20 @@ def test_water_before_the_levy_starts(make_parcel, owner_a, staff):
     new = make_parcel("W1", owner_a, gravity="10", water_since=date(2026, 3, 10))
     pumped = make_parcel("W2", owner_a, gravity="0", pumped="10", water_since=date(2025, 9, 15))
     paying = make_parcel("W3", owner_a, gravity="10", water_since=date(2020, 1, 1))
-    first = services.water_delivery_record(acting_user=staff["authority"], parcel=new, delivered_on=date(2026, 10, 5), acre_feet=Decimal("12.5"))
+    first = water.water_delivery_record(acting_user=staff["authority"], parcel=new, delivered_on=date(2026, 10, 5), acre_feet=Decimal("12.5"))
     assert (first.rate, first.amount) == (Decimal("2.00"), Decimal("25.00"))  # first 12 months: $2.00
-    second = services.water_delivery_record(acting_user=staff["authority"], parcel=pumped, delivered_on=date(2026, 10, 6), acre_feet=Decimal("4"))
+    second = water.water_delivery_record(acting_user=staff["authority"], parcel=pumped, delivered_on=date(2026, 10, 6), acre_feet=Decimal("4"))
     assert second.rate == Decimal("3.00")  # owner's pumps after the first year
-    with pytest.raises(services.BillingError, match="ya paga"):
-        services.water_delivery_record(acting_user=staff["authority"], parcel=paying, delivered_on=date(2026, 10, 5), acre_feet=Decimal("1"))
-    assert services.water_charges_issue(acting_user=staff["authority"], year=2026, month=10) == 2
-    assert services.water_charges_issue(acting_user=staff["authority"], year=2026, month=10) == 0
+    with pytest.raises(BillingError, match="ya paga"):
+        water.water_delivery_record(acting_user=staff["authority"], parcel=paying, delivered_on=date(2026, 10, 5), acre_feet=Decimal("1"))
+    assert water.water_charges_issue(acting_user=staff["authority"], year=2026, month=10) == 2
+    assert water.water_charges_issue(acting_user=staff["authority"], year=2026, month=10) == 0
     charge = Charge.objects.get(parcel=new, kind="water")
     assert charge.principal.amount == Decimal("25.00") and charge.due_date == date(2026, 11, 1)
     data = statement("W1", "2026-12-31")
     assert data["other_charges"][0]["balance"] == "25.00" and data["other_charges"][0]["surcharge"] == "0.00"
     assert data["total_due"] == "25.00"
-    services.payment_record(acting_user=staff["collector"], parcel=new, amount=Decimal("25.00"), paid_on=date(2026, 12, 31))
+    counter.payment_record(acting_user=staff["collector"], parcel=new, amount=Decimal("25.00"), paid_on=date(2026, 12, 31))
     assert statement("W1", "2026-12-31")["total_due"] == "0.00"
     assert WaterDelivery.objects.filter(charge__isnull=True).count() == 0
 
@@ -147,13 +149,13 @@ def test_ledger_balance_matches_the_replay(district_1, staff, payments):
         day = date(2026, 7, 1)
         for cents, gap in sorted(payments, key=lambda item: item[1]):
             day = max(day, date.fromordinal(date(2026, 7, 1).toordinal() + gap))
-            services.payment_record(acting_user=staff["collector"], parcel=parcel, amount=Decimal(cents) / 100, paid_on=day)
-        account = services.account_state(parcel=parcel, as_of=day).state
+            counter.payment_record(acting_user=staff["collector"], parcel=parcel, amount=Decimal(cents) / 100, paid_on=day)
+        account = accounts.account_state(parcel=parcel, as_of=day).state
         paid_in = sum((Decimal(c) / 100 for c, _ in payments), Decimal("0"))
         applied = sum((a.amount for a in account.applications), Decimal("0"))
         assert applied + account.credit_balance == paid_in
         unpaid_surcharge = sum((c.surcharge - c.surcharge_paid for c in account.charges), Decimal("0"))
-        assert account.total_balance - account.credit_balance == services.ledger_balance(parcel) + unpaid_surcharge
+        assert account.total_balance - account.credit_balance == accounts.ledger_balance(parcel) + unpaid_surcharge
         transaction.set_rollback(True)
 
 
@@ -212,28 +214,28 @@ def test_the_delinquent_list_is_kept_only_while_nothing_it_depends_on_changes(
     served as kept while none of them happened: four queries (the version of the books, the shared
     cache's row, the parcels with their owners, the charges), not a replay of every account."""
     as_of = date(2026, 9, 2)
-    first = services.delinquent_charges(as_of=as_of)
+    first = accounts.delinquent_charges(as_of=as_of)
     assert sorted(i.parcel.parcel_id for i in first) == ["P1", "P2", "P3", "P4", "P5"]
     with django_assert_num_queries(4):
-        again = services.delinquent_charges(as_of=as_of)
+        again = accounts.delinquent_charges(as_of=as_of)
         assert [(i.parcel.owner.name, i.charge.fiscal_year.label) for i in again] == [
             (i.parcel.owner.name, i.charge.fiscal_year.label) for i in first]
     assert [(i.parcel.pk, i.charge.pk, i.state, i.days_late) for i in again] == [
         (i.parcel.pk, i.charge.pk, i.state, i.days_late) for i in first]
 
     p1 = Parcel.objects.get(parcel_id="P1")
-    services.payment_record(acting_user=staff["collector"], parcel=p1, amount=Decimal("9300.00"), paid_on=as_of)
-    after_payment = services.delinquent_charges(as_of=as_of)
+    counter.payment_record(acting_user=staff["collector"], parcel=p1, amount=Decimal("9300.00"), paid_on=as_of)
+    after_payment = accounts.delinquent_charges(as_of=as_of)
     assert sorted(i.parcel.parcel_id for i in after_payment) == ["P2", "P3", "P4", "P5"]
 
     from parcels.services import owner_update
 
     owner_update(acting_user=staff["authority"], owner=p1.owner, name="Carmen Irizarry de Toro")
-    assert {i.parcel.owner.name for i in services.delinquent_charges(as_of=as_of)} == {"Carmen Irizarry de Toro"}
+    assert {i.parcel.owner.name for i in accounts.delinquent_charges(as_of=as_of)} == {"Carmen Irizarry de Toro"}
 
     p2 = next(i for i in after_payment if i.parcel.parcel_id == "P2")
-    services.office_closure_add(acting_user=staff["hacienda"], day=date(2026, 8, 31), reason="Tormenta")
-    closed = services.delinquent_charges(as_of=date(2026, 9, 1))  # the last day moved to 1 September
+    collection.office_closure_add(acting_user=staff["hacienda"], day=date(2026, 8, 31), reason="Tormenta")
+    closed = accounts.delinquent_charges(as_of=date(2026, 9, 1))  # the last day moved to 1 September
     assert closed == [] and p2.state.last_day == date(2026, 8, 31)
 
 
@@ -247,14 +249,14 @@ def test_the_kept_delinquent_list_is_shared_with_another_process(seed_rows, dist
     from tests.workers import ROOT, database_url
 
     as_of = date(2026, 9, 2)
-    first = services.delinquent_charges(as_of=as_of)
+    first = accounts.delinquent_charges(as_of=as_of)
     code = (
         "import json, datetime\n"
         "from django.db import connection\n"
         "from django.test.utils import CaptureQueriesContext\n"
-        "from billing import services\n"
+        "from billing import accounts\n"
         "with CaptureQueriesContext(connection) as queries:\n"
-        "    found = services.delinquent_charges(as_of=datetime.date(2026, 9, 2))\n"
+        "    found = accounts.delinquent_charges(as_of=datetime.date(2026, 9, 2))\n"
         "print(json.dumps({'queries': len(queries), 'lines': [[i.parcel.parcel_id, i.charge.pk, str(i.state.balance)] for i in found]}))\n"
     )
     env = {**__import__("os").environ, "DATABASE_URL": database_url(), "DJANGO_SETTINGS_MODULE": "lajas_portal.settings_test"}

@@ -17,8 +17,10 @@ import pytest
 from django.conf import settings
 from pypdf import PdfReader
 
-from billing import bulk, documents, pdf, services
+from billing import bulk, documents, pdf
+from billing.errors import BillingError
 from billing.models import Bill, BillBatch, BillBatchPart, Charge, IssuedDocument
+from billing.services import bills, counter
 from levy.models import Levy, RollLine
 from levy.services import estimate_certify, estimate_enter, levy_compute, roll_finalize
 from parcels.models import Job, Parcel
@@ -43,7 +45,7 @@ def flat(text: str) -> str:
 
 
 def pay(staff, code: str, amount: str, on: date):
-    return services.payment_record(acting_user=staff["collector"], parcel=Parcel.objects.get(parcel_id=code),
+    return counter.payment_record(acting_user=staff["collector"], parcel=Parcel.objects.get(parcel_id=code),
                                    amount=Decimal(amount), paid_on=on)
 
 
@@ -206,7 +208,7 @@ def test_receipt_qr_opens_the_public_page_and_a_tampered_code_is_refused(client,
 def test_voided_payment_verifies_as_anulado_and_its_copy_says_so(client, district_1, staff):
     receipt = pay(staff, "P1", "9180.00", date(2026, 7, 6))
     before = bytes(receipt.document.pdf)
-    services.payment_void(acting_user=staff["supervisor"], payment=receipt.payment, reason="Cheque devuelto",
+    counter.payment_void(acting_user=staff["supervisor"], payment=receipt.payment, reason="Cheque devuelto",
                           voided_on=date(2026, 7, 9))
     page = client.get(f"/verificar/{receipt.document.verification_code}/").content.decode()
     assert "ANULADO" in page and "9 de julio de 2026" in page and "DOCUMENTO VÁLIDO" not in page
@@ -276,7 +278,7 @@ def test_bill_through_the_command_line_with_the_credit_and_access_code(district_
 @pytest.mark.django_db
 def test_bill_states_amounts_as_of_its_date_with_the_surcharge_counted(district_1, staff, client):
     charge = Charge.objects.get(parcel__parcel_id="P4", number=1)
-    bill = documents.bill_issue(acting_user=staff["hacienda"], charge=charge, issued_on=date(2026, 10, 15))
+    bill = bills.bill_issue(acting_user=staff["hacienda"], charge=charge, issued_on=date(2026, 10, 15))
     text = flat(text_of(bytes(bill.document.pdf)))
     assert "Recargo (¶12) Contado así: ½% × 2 meses sobre $6,930.90 $69.31" in text
     assert "Balance del plazo al 15 de octubre de 2026 $7,000.21" in text
@@ -298,7 +300,7 @@ def test_a_crowded_second_installment_bill_is_set_tighter_not_refused(district_2
     Owner.objects.filter(owner_key="OWN-A").update(name=("Sucesión de Carmen Irizarry Vélez y otros herederos, " * 5)[:200])
     july = Charge.objects.get(parcel__parcel_id="A", number=1)
     january = Charge.objects.get(parcel__parcel_id="A", number=2)
-    bill = documents.bill_issue(acting_user=staff["hacienda"], charge=january, issued_on=date(2027, 12, 15))
+    bill = bills.bill_issue(acting_user=staff["hacienda"], charge=january, issued_on=date(2027, 12, 15))
     data = bytes(bill.document.pdf)
     assert page_count(data) == 1
     html = documents.bill_html(number=bill.number, snapshot=bill.snapshot, issued_on=bill.issued_on, code="x")
@@ -308,7 +310,7 @@ def test_a_crowded_second_installment_bill_is_set_tighter_not_refused(district_2
     assert "Total adeudado en la cuenta al 15 de diciembre de 2027" in text  # the July installment is overdue
     assert pdf.with_density('<html><body class="">x', "dense") == '<html><body class="dense">x'
     # A July bill with nothing else overdue has no account-total line (it would read $0.00).
-    july_bill = documents.bill_issue(acting_user=staff["hacienda"], charge=july, issued_on=date(2027, 7, 1))
+    july_bill = bills.bill_issue(acting_user=staff["hacienda"], charge=july, issued_on=date(2027, 7, 1))
     assert "Total adeudado en la cuenta" not in flat(text_of(bytes(july_bill.document.pdf)))
 
 
@@ -326,11 +328,11 @@ def test_a_draft_roll_is_never_billed(district_1, staff):
         description="draft", principal=line.first_installment, due_date=date(2027, 7, 1), last_day_to_pay=date(2027, 8, 30),
         created_by=staff["hacienda"],
     )
-    with pytest.raises(services.BillingError, match="borrador"):
-        documents.bill_issue(acting_user=staff["hacienda"], charge=charge)
+    with pytest.raises(BillingError, match="borrador"):
+        bills.bill_issue(acting_user=staff["hacienda"], charge=charge)
     assert not Bill.objects.exists()
-    with pytest.raises(services.BillingError):
-        documents.bill_issue(acting_user=staff["authority"], charge=Charge.objects.get(
+    with pytest.raises(BillingError):
+        bills.bill_issue(acting_user=staff["authority"], charge=Charge.objects.get(
             parcel__parcel_id="P1", number=1, roll_line__levy__status="final"))
 
 
@@ -390,7 +392,7 @@ def test_document_commands_exit_1_with_a_reason(district_1, staff, tmp_path):
 def test_bulk_batch_parts_and_a_restart_duplicate_nothing(district_1, staff, monkeypatch, inline_jobs):
     monkeypatch.setattr(bulk, "PART_PAGES", 2)
     monkeypatch.setattr(bulk, "CHUNK", 1)
-    batch = documents.bill_batch_start(staff["hacienda"], "2026-2027", 1)
+    batch = bills.bill_batch_start(staff["hacienda"], "2026-2027", 1)
     job = Job.objects.get(pk=batch.job_id)
     assert job.kind == "bill_batch" and job.status == Job.Status.QUEUED and job.payload == {"batch_id": batch.pk}
     assert job.key == "2026-2027/1" and inline_jobs.connector.jobs[job.procrastinate_job_id]["lock"] == "bill_batch:2026-2027/1"
@@ -468,10 +470,10 @@ def test_bulk_start_refusals_and_filters(district_1, staff):
         ({"acting_user": staff["hacienda"], "fiscal_year": "2026-2027", "number": 1, "filters": {"color": "red"}}, "color"),
         ({"acting_user": staff["hacienda"], "fiscal_year": "2026-2027", "number": 1, "filters": {"parcel_prefix": "Q"}}, "Ningún"),
     ]:
-        with pytest.raises(services.BillingError, match=reason):
-            documents.bill_batch_start(**kwargs)
+        with pytest.raises(BillingError, match=reason):
+            bills.bill_batch_start(**kwargs)
     assert not BillBatch.objects.exists()
-    batch = documents.bill_batch_start(staff["hacienda"], "2026-2027", 1, {"parcel_ids": ["P2", "P4"]})
-    assert list(documents.bill_batch_charges(batch).values_list("parcel__parcel_id", flat=True)) == ["P2", "P4"]
+    batch = bills.bill_batch_start(staff["hacienda"], "2026-2027", 1, {"parcel_ids": ["P2", "P4"]})
+    assert list(bills.bill_batch_charges(batch).values_list("parcel__parcel_id", flat=True)) == ["P2", "P4"]
     result = bulk.bill_batch_run(batch=batch, processes=1)
     assert result["bills"] == 2 and result["parts"] == 1

@@ -15,8 +15,9 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 from django.utils import timezone
 
-from billing import services
+from billing import accounts
 from billing.models import Charge, DebtCertificate, OfficeClosure, SeizureStep, WaterDelivery
+from billing.services import collection, counter
 from parcels.models import Parcel
 from parcels.roles import ROLES
 from parcels.services import owner_update
@@ -38,7 +39,7 @@ def parcel(code: str) -> Parcel:
 
 
 def pay(staff, code: str, amount: str | Decimal, on: date):
-    return services.payment_record(acting_user=staff["collector"], parcel=parcel(code), amount=Decimal(amount), paid_on=on)
+    return counter.payment_record(acting_user=staff["collector"], parcel=parcel(code), amount=Decimal(amount), paid_on=on)
 
 
 # --- who may open what --------------------------------------------------------------------------
@@ -48,8 +49,8 @@ def pay(staff, code: str, amount: str | Decimal, on: date):
 def test_role_access_for_every_page(client, users, staff, district_1, clock):
     p2 = parcel("P2")
     clock["today"] = date(2026, 9, 10)
-    step = services.seizure_step_issue(acting_user=staff["hacienda"], parcel=p2, kind="notice")
-    certificate = services.certificate_issue(acting_user=staff["hacienda"], parcel=p2, as_of=date(2026, 9, 10))
+    step = collection.seizure_step_issue(acting_user=staff["hacienda"], parcel=p2, kind="notice")
+    certificate = collection.certificate_issue(acting_user=staff["hacienda"], parcel=p2, as_of=date(2026, 9, 10))
     pages = [  # url, method, roles allowed
         (reverse("collections:delinquent"), "get", {"hacienda", "auditor"}),
         (reverse("collections:seizure", args=[p2.pk]), "get", {"hacienda"}),
@@ -195,7 +196,7 @@ def test_seizure_flow_through_the_pages(client, staff, district_1, clock):
 
     # ¶13, ¶14: paying the whole debt stops the procedure
     clock["today"] = date(2026, 10, 20)
-    owed = services.parcel_debt(parcel=p2, as_of=date(2026, 10, 20))
+    owed = accounts.parcel_debt(parcel=p2, as_of=date(2026, 10, 20))
     pay(staff, "P2", owed, date(2026, 10, 20))
     response = client.post(url, {"kind": "auction"})
     assert response.status_code == 200 and "se detiene" in response.content.decode()
@@ -260,7 +261,7 @@ def test_dashboard_numbers_and_split(client, staff, district_1, clock, django_as
 def test_dashboard_agrees_with_the_account_replay(client, staff, district_1, clock):
     """The SQL allocation gives what ``account_state`` gives, partial and late payments included."""
     pay(staff, "P4", "1000.00", date(2026, 8, 1))  # partial, on time
-    p3_due = services.parcel_debt(parcel=parcel("P3"), as_of=date(2026, 9, 15))
+    p3_due = accounts.parcel_debt(parcel=parcel("P3"), as_of=date(2026, 9, 15))
     pay(staff, "P3", p3_due, date(2026, 9, 15))  # late: principal and ½% surcharge
     pay(staff, "P5", "3000.00", date(2026, 9, 15))  # late, more than the first half: the rest goes to January
     clock["today"] = date(2026, 9, 20)
@@ -268,7 +269,7 @@ def test_dashboard_agrees_with_the_account_replay(client, staff, district_1, clo
     data = client.get(reverse("collections:dashboard")).context["data"]
     first = next(row for row in data.rows if row.number == 1)
     second = next(row for row in data.rows if row.number == 2)
-    late = services.delinquent_charges(as_of=date(2026, 9, 20))
+    late = accounts.delinquent_charges(as_of=date(2026, 9, 20))
     assert first.delinquent == sum((item.state.principal - item.state.principal_paid for item in late), Decimal("0"))
     assert first.delinquent == HALF["P1"] + HALF["P2"] + HALF["P4"] - Decimal("1000.00")
     p5_surcharge = Decimal("11.25")  # ½% of $2,249.10, one period begun on 2026-09-01

@@ -12,8 +12,8 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from billing import services
 from billing.models import Payment, Receipt
+from billing.services import counter
 from levy.services import estimate_certify, estimate_enter, levy_compute, roll_finalize
 from parcels.models import Parcel
 from parcels.roles import ROLES
@@ -75,7 +75,7 @@ def messages_of(response) -> list[str]:
 
 
 def pay(users, parcel, amount: str, *, method: str = "cash", on: date = TODAY, user: str = "collector", reference: str = ""):
-    return services.payment_record(acting_user=users[user], parcel=parcel, amount=Decimal(amount), paid_on=on,
+    return counter.payment_record(acting_user=users[user], parcel=parcel, amount=Decimal(amount), paid_on=on,
                                    method=method, reference=reference)
 
 
@@ -396,7 +396,7 @@ def test_day_report_totals_and_over_short(client, district_1, users, django_asse
     pay(users, district_1["P3"], "40.00", method="card", reference="")
     bounced = pay(users, district_1["P4"], "500.00", method="check", reference="CHK-2")
     pay(users, district_1["P5"], "999.99", on=date(2026, 10, 14))  # another day
-    services.payment_void(acting_user=users["supervisor"], payment=bounced.payment, reason="Cheque sin fondos")
+    counter.payment_void(acting_user=users["supervisor"], payment=bounced.payment, reason="Cheque sin fondos")
 
     client.force_login(users["collector"])
     with django_assert_max_num_queries(13):  # 12, and the second-factor device of the session

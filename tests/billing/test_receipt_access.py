@@ -7,7 +7,7 @@ from zoneinfo import ZoneInfo
 import pytest
 from django.urls import reverse
 
-from billing import services
+from billing.services import bills, collection, counter
 from parcels.models import AccessEvent, Parcel
 from parcels.services import parcel_transfer
 from tests.clock import move_clock_to
@@ -18,7 +18,7 @@ def test_previous_owner_keeps_receipts_after_a_sale(client, district_1, staff, m
     seller = make_user("seller", "landowner", owner_a)
     buyer = make_user("buyer", "landowner", owner_b)
     p1 = Parcel.objects.get(parcel_id="P1")
-    receipt = services.payment_record(acting_user=staff["collector"], parcel=p1, amount=Decimal("9180.00"), paid_on=date(2026, 7, 3))
+    receipt = counter.payment_record(acting_user=staff["collector"], parcel=p1, amount=Decimal("9180.00"), paid_on=date(2026, 7, 3))
     parcel_transfer(acting_user=staff["authority"], parcel=p1, to_owner=owner_b, effective_on=date(2026, 8, 1))
     url = reverse("billing:receipt", args=[receipt.pk])
     client.force_login(seller)
@@ -40,7 +40,7 @@ def test_supervisor_closes_the_day_and_refunds_credit_from_the_pages(client, dis
     # P3 (worked example 1): 50 ac × 183.60 $/ac = 9,180.00 = the July half 4,590.00 + the January
     # half 4,590.00, both issued; paying 20.00 more than both leaves a 20.00 credit
     paid = Decimal("9200.00")
-    services.payment_record(acting_user=staff["collector"], parcel=p3, amount=paid, paid_on=today)
+    counter.payment_record(acting_user=staff["collector"], parcel=p3, amount=paid, paid_on=today)
     client.force_login(staff["collector"])
     assert client.post(reverse("billing:day-close"), {"office": "LAJ", "day": today.isoformat(), "counted_cash": str(paid),
                                                       "counted_checks": "0"}).status_code == 403
@@ -58,13 +58,12 @@ def test_supervisor_closes_the_day_and_refunds_credit_from_the_pages(client, dis
 
 @pytest.mark.django_db
 def test_landowner_downloads_their_bills_and_certificates_and_no_one_elses(client, district_1, staff, make_user, owner_a, owner_b):
-    from billing import documents
     from billing.models import IssuedDocument
 
     p1 = Parcel.objects.get(parcel_id="P1")
     charge = p1.charges.get(number=1)
-    documents.bill_issue(acting_user=staff["hacienda"], charge=charge)
-    services.certificate_issue(acting_user=staff["hacienda"], parcel=p1, as_of=date(2026, 10, 1))
+    bills.bill_issue(acting_user=staff["hacienda"], charge=charge)
+    collection.certificate_issue(acting_user=staff["hacienda"], parcel=p1, as_of=date(2026, 10, 1))
     mine = make_user("carmen", "landowner", owner_a)
     other = make_user("luis", "landowner", owner_b)
     client.force_login(mine)
@@ -88,7 +87,7 @@ def test_landowner_downloads_their_bills_and_certificates_and_no_one_elses(clien
 @pytest.mark.django_db
 def test_a_landowners_404_on_another_owners_receipt_is_in_the_access_log(client, district_1, staff, make_user, owner_b):
     p1 = Parcel.objects.get(parcel_id="P1")  # owner_a's
-    receipt = services.payment_record(acting_user=staff["collector"], parcel=p1, amount=Decimal("100.00"), paid_on=date(2026, 7, 3))
+    receipt = counter.payment_record(acting_user=staff["collector"], parcel=p1, amount=Decimal("100.00"), paid_on=date(2026, 7, 3))
     client.force_login(make_user("luis", "landowner", owner_b))
     url = reverse("billing:receipt", args=[receipt.pk])
     assert client.get(url, REMOTE_ADDR="10.8.8.8").status_code == 404

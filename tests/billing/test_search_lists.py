@@ -9,7 +9,7 @@ from decimal import Decimal
 import pytest
 from django.urls import reverse
 
-from billing import services
+from billing.services import counter
 from parcels.models import Parcel
 
 
@@ -31,7 +31,7 @@ def test_roll_search_folds_the_owner_name_kept_on_the_line(client, staff, distri
 def test_delinquent_list_search(client, staff, district_1):
     """Every parcel of example 1 is late on 2026-09-01 but P1, which paid its July half (¶12:
     9,180.00 is P1's first half; nothing late is left)."""
-    services.payment_record(acting_user=staff["collector"], parcel=Parcel.objects.get(parcel_id="P1"),
+    counter.payment_record(acting_user=staff["collector"], parcel=Parcel.objects.get(parcel_id="P1"),
                             amount=Decimal("9180.00"), paid_on=date(2026, 8, 1))
     client.force_login(staff["hacienda"])
     url = reverse("collections:delinquent")

@@ -9,8 +9,8 @@ import pytest
 from django.contrib.auth import get_user_model
 from django_otp.plugins.otp_totp.models import TOTPDevice
 
-from billing import services
 from billing.models import BooksCheck
+from billing.services import books_checks, counter
 from parcels.models import Owner, Parcel
 from parcels.services import user_create
 from tests.browser.test_journeys import PASSWORD, _finalized_district
@@ -54,10 +54,10 @@ def test_every_page_passes_axe_in_both_languages(visit, language):
         user_create(username=f"a11y_{role}", role=role, password=PASSWORD, owner=owner if role == "landowner" else None)
     p1 = Parcel.objects.get(parcel_id="P1")
     collector = get_user_model().objects.get(username="a11y_collector")
-    receipt = services.payment_record(acting_user=collector, parcel=p1, amount=Decimal("100.00"), paid_on=date(2026, 7, 10))
+    receipt = counter.payment_record(acting_user=collector, parcel=p1, amount=Decimal("100.00"), paid_on=date(2026, 7, 10))
     # /auditoria/libros/: a passed nightly check below a failed one (totals that differ from a saved file)
-    services.books_check_run(acting_user=None, trigger=BooksCheck.Trigger.NIGHTLY)
-    services.books_check_run(acting_user=collector, trigger=BooksCheck.Trigger.COMMAND, expected_totals={"payments": "0 (0)"},
+    books_checks.books_check_run(acting_user=None, trigger=BooksCheck.Trigger.NIGHTLY)
+    books_checks.books_check_run(acting_user=collector, trigger=BooksCheck.Trigger.COMMAND, expected_totals={"payments": "0 (0)"},
                              compared_with="lajas-20261201T063000Z.totals.json")
     logins = {"authority": "u_authority", "hacienda": "u_hac_a", "collector": "a11y_collector", "landowner": "a11y_landowner"}
     for role, urls in pages(p1, owner, receipt.pk).items():

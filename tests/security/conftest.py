@@ -28,6 +28,8 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
+from billing import accounts
+from billing.services import bills, collection, counter, water
 from parcels.roles import ROLES
 from tests.otp import verify_session
 
@@ -81,7 +83,7 @@ class _NoProgress:
 
 
 def _build() -> World:
-    from billing import bulk, documents, services
+    from billing import bulk
     from billing.models import Charge
     from levy.services import estimate_certify, estimate_enter, levy_compute, levy_compute_start, roll_finalize
     from parcels.services import import_upload_create, owner_create, parcel_create, user_create
@@ -141,24 +143,24 @@ def _build() -> World:
     estimates(OPEN_YEAR, certify=False)
 
     def pay(code: str, amount: Decimal) -> Any:
-        return services.payment_record(acting_user=collector, parcel=parcels[code], amount=amount, paid_on=today)
+        return counter.payment_record(acting_user=collector, parcel=parcels[code], amount=amount, paid_on=today)
 
     receipts = {"A": pay("A1", Decimal("100.00")), "B": pay("B1", Decimal("100.00")), "X": pay("X1", Decimal("100.00"))}
     # A2 paid everything and $20 more: a credit a supervisor could refund.
-    owed = services.account_state(parcel=parcels["A2"], as_of=today).state.total_balance
+    owed = accounts.account_state(parcel=parcels["A2"], as_of=today).state.total_balance
     receipts["A2"] = pay("A2", owed + Decimal("20.00"))
 
     def first_charge(code: str) -> Any:
         return Charge.objects.get(parcel=parcels[code], fiscal_year__label=YEAR, number=1)
 
-    bill_docs = {who: documents.bill_issue(acting_user=hacienda, charge=first_charge(code)).document
+    bill_docs = {who: bills.bill_issue(acting_user=hacienda, charge=first_charge(code)).document
                  for who, code in (("A", "A1"), ("B", "B1"))}
-    certificates = {who: services.certificate_issue(acting_user=hacienda, parcel=parcels[code], as_of=today)
+    certificates = {who: collection.certificate_issue(acting_user=hacienda, parcel=parcels[code], as_of=today)
                     for who, code in (("A", "A1"), ("B", "B1"), ("X", "X1"))}
 
     extra: dict[str, Any] = {}
-    extra["seizure_step"] = services.seizure_step_issue(acting_user=hacienda, parcel=parcels["B1"], kind="notice")
-    services.water_delivery_record(acting_user=authority, parcel=parcels["W1"], delivered_on=date(2026, 10, 4),
+    extra["seizure_step"] = collection.seizure_step_issue(acting_user=hacienda, parcel=parcels["B1"], kind="notice")
+    water.water_delivery_record(acting_user=authority, parcel=parcels["W1"], delivered_on=date(2026, 10, 4),
                                    acre_feet=Decimal("2.5"))
     # A compute job left queued (the worker never runs inside this transaction).
     extra["compute_job"] = levy_compute_start(acting_user=hacienda, fiscal_year=YEAR)
@@ -167,7 +169,7 @@ def _build() -> World:
     upload.refresh_from_db()
     assert upload.status == "ready", upload.errors
     extra["upload"] = upload
-    batch = documents.bill_batch_start(hacienda, YEAR, 2, {"parcel_ids": ["A1"]})
+    batch = bills.bill_batch_start(hacienda, YEAR, 2, {"parcel_ids": ["A1"]})
     bulk.bill_batch_run(batch=batch, processes=1)
     extra["batch"] = batch
     assert batch.parts.filter(index=0).exists()

@@ -25,6 +25,7 @@ from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from django.utils import timezone
 
+from billing import accounts
 from parcels.roles import ROLES
 
 from .conftest import (
@@ -96,9 +97,8 @@ def today() -> str:
 
 
 def counter_payment(w: World) -> dict[str, Any]:
-    from billing import selectors
 
-    due = selectors.statement_for(parcel=w.parcels["A1"], as_of=timezone.localdate()).total_due
+    due = accounts.statement(parcel=w.parcels["A1"], as_of=timezone.localdate()).total_due
     return {"amount": "10.00", "method": "cash", "reference": "", "idempotency_key": new_idempotency_key(),
             "expected_total_due": f"{due:.2f}"}
 

@@ -9,8 +9,11 @@ from decimal import Decimal
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandParser
 
-from billing import services
+from billing import accounts
+from billing.errors import BillingError
 from billing.models import Payment
+from billing.services import bills, collection, counter
+from billing.services import water as water_services
 
 
 class Command(BaseCommand):
@@ -69,7 +72,7 @@ class Command(BaseCommand):
     def handle(self, *args, action: str, **options) -> None:
         try:
             getattr(self, f"do_{action.replace('-', '_')}")(options)
-        except services.BillingError as exc:
+        except BillingError as exc:
             self.stderr.write(f"error: {exc}")
             raise SystemExit(1) from None
 
@@ -80,13 +83,13 @@ class Command(BaseCommand):
                 raise ValueError
             return date.fromisoformat(value)
         except ValueError:
-            raise services.BillingError(f"malformed date {value!r} (use YYYY-MM-DD)") from None
+            raise BillingError(f"malformed date {value!r} (use YYYY-MM-DD)") from None
 
     @staticmethod
     def user(username: str):
         user = get_user_model().objects.filter(username=username).first()
         if user is None:
-            raise services.BillingError(f"unknown user {username!r}")
+            raise BillingError(f"unknown user {username!r}")
         return user
 
     def do_delinquent(self, options: dict) -> None:
@@ -94,7 +97,7 @@ class Command(BaseCommand):
 
         from levy.exports import safe_cell
 
-        rows = services.delinquent_charges(as_of=self.date(options["as_of"]), fiscal_year=options["fiscal_year"], number=options["semester"])
+        rows = accounts.delinquent_charges(as_of=self.date(options["as_of"]), fiscal_year=options["fiscal_year"], number=options["semester"])
         writer = csv.writer(self.stdout, lineterminator="\n")
         writer.writerow(["parcel_id", "owner_name", "fiscal_year", "number", "last_day_to_pay", "days_late", "principal", "surcharge", "paid", "balance"])
         for item in rows:
@@ -107,12 +110,12 @@ class Command(BaseCommand):
 
         path = Path(options["file"])
         if not path.is_file():
-            raise services.BillingError(f"no such file: {path}")
-        count, errors = services.water_deliveries_import(acting_user=self.user(options["user"]), data=path.read_bytes())
+            raise BillingError(f"no such file: {path}")
+        count, errors = water_services.water_deliveries_import(acting_user=self.user(options["user"]), data=path.read_bytes())
         if errors:
             for error in errors:
                 self.stderr.write(str(error))
-            raise services.BillingError(f"rejected: {len(errors)} error(s); nothing was recorded")
+            raise BillingError(f"rejected: {len(errors)} error(s); nothing was recorded")
         self.stdout.write(f"{count} deliveries recorded")
 
     def do_water_bill(self, options: dict) -> None:
@@ -120,16 +123,16 @@ class Command(BaseCommand):
             year, month = (int(part) for part in options["month"].split("-"))
             date(year, month, 1)
         except ValueError:
-            raise services.BillingError(f"malformed month {options['month']!r} (use YYYY-MM)") from None
-        count = services.water_charges_issue(acting_user=self.user(options["user"]), year=year, month=month)
+            raise BillingError(f"malformed month {options['month']!r} (use YYYY-MM)") from None
+        count = water_services.water_charges_issue(acting_user=self.user(options["user"]), year=year, month=month)
         self.stdout.write(f"{count} water charges issued for {year}-{month:02d}")
 
     def do_pay(self, options: dict) -> None:
-        parcel = services.parcel_by_code(options["parcel"])
-        amount = services.parse_amount(options["amount"])
+        parcel = accounts.parcel_by_code(options["parcel"])
+        amount = counter.parse_amount(options["amount"])
         paid_on = self.date(options["date"])
         user = self.user(options["user"])
-        receipt = services.payment_record(
+        receipt = counter.payment_record(
             acting_user=user, parcel=parcel, amount=amount, paid_on=paid_on, method=options["method"],
             reference=options["reference"], office_code=options["office"],
         )
@@ -141,8 +144,8 @@ class Command(BaseCommand):
         )
 
     def do_statement(self, options: dict) -> None:
-        parcel = services.parcel_by_code(options["parcel"])
-        data = services.statement(parcel=parcel, as_of=self.date(options["as_of"]))
+        parcel = accounts.parcel_by_code(options["parcel"])
+        data = accounts.statement(parcel=parcel, as_of=self.date(options["as_of"])).to_json()
         if options["format"] == "json":
             self.stdout.write(json.dumps(data, indent=2, ensure_ascii=False))
             return
@@ -162,7 +165,7 @@ class Command(BaseCommand):
 
         target = Path(path)
         if not target.parent.is_dir():
-            raise services.BillingError(f"no such directory: {target.parent}")
+            raise BillingError(f"no such directory: {target.parent}")
         target.write_bytes(data)
         self.stdout.write(f"{what} written to {target} ({len(data):,} bytes)")
 
@@ -178,18 +181,18 @@ class Command(BaseCommand):
         from billing import documents
 
         user = self.user(options["user"]) if options["user"] else None
-        charge = documents.bill_for_installment(parcel_code=options["parcel"], fiscal_year=options["fiscal_year"],
+        charge = bills.bill_for_installment(parcel_code=options["parcel"], fiscal_year=options["fiscal_year"],
                                                 number=options["installment"])
-        bill, created = documents.bill_get_or_issue(acting_user=user, charge=charge, lang=options["lang"])
+        bill, created = bills.bill_get_or_issue(acting_user=user, charge=charge, lang=options["lang"])
         document = bill.document
         data = documents.document_copy(document) if options["copy"] else documents.document_pdf(document)
         state = "issued" if created else "stored"
         self.write_pdf(options["out"], data, f"bill {bill.number} ({state})" + (" (COPIA)" if options["copy"] else ""))
 
     def do_certificate(self, options: dict) -> None:
-        parcel = services.parcel_by_code(options["parcel"])
+        parcel = accounts.parcel_by_code(options["parcel"])
         as_of = self.date(options["as_of"])
-        certificate = services.certificate_issue(acting_user=self.user(options["user"]), parcel=parcel, as_of=as_of)
+        certificate = collection.certificate_issue(acting_user=self.user(options["user"]), parcel=parcel, as_of=as_of)
         self.write_pdf(options["out"], bytes(certificate.document.pdf), f"certificate {certificate.number}")
 
     def do_bulk_bills(self, options: dict) -> None:
@@ -197,12 +200,11 @@ class Command(BaseCommand):
         (a service worker may take it first: then wait for it)."""
         import time
 
-        from billing import documents
         from parcels import jobs as background
         from parcels.models import Job
 
         filters = {"parcel_prefix": options["parcel_prefix"]} if options["parcel_prefix"] else None
-        batch = documents.bill_batch_start(self.user(options["user"]), options["fiscal_year"], options["installment"], filters,
+        batch = bills.bill_batch_start(self.user(options["user"]), options["fiscal_year"], options["installment"], filters,
                                            processes=options["processes"], queue="bulk-bills-command")
         jobs = Job.objects.filter(pk=batch.job_id)
         if jobs.filter(status=Job.Status.QUEUED).exists():
@@ -210,7 +212,7 @@ class Command(BaseCommand):
         while (job := jobs.get()).status in Job.ACTIVE:
             time.sleep(2)
         if job.status != Job.Status.DONE:
-            raise services.BillingError(f"bulk printing of batch {batch.pk} failed: {job.error.splitlines()[0] if job.error else '?'}")
+            raise BillingError(f"bulk printing of batch {batch.pk} failed: {job.error.splitlines()[0] if job.error else '?'}")
         total = job.result.get("bills", 0)
         self.stdout.write(f"batch {batch.pk}: {total} bills in {batch.parts.count()} part(s)")
         for part in batch.parts.order_by("index"):

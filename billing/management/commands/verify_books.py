@@ -9,8 +9,9 @@ from pathlib import Path
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from billing import books, services
+from billing import books
 from billing.models import BooksCheck
+from billing.services import books_checks
 
 
 class Command(BaseCommand):
@@ -39,7 +40,7 @@ class Command(BaseCommand):
         if no_record:
             findings, totals = books.check(limit=limit, expected_totals=expected)
         else:
-            check = services.books_check_run(acting_user=acting_user, trigger=BooksCheck.Trigger.COMMAND,
+            check = books_checks.books_check_run(acting_user=acting_user, trigger=BooksCheck.Trigger.COMMAND,
                                              expected_totals=expected, compared_with=compare or "", limit=limit)
             findings = [books.Finding(finding["check"], finding["message"]) for finding in check.findings]
             totals = dict(check.totals)

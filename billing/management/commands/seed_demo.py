@@ -79,8 +79,9 @@ class Command(BaseCommand):
         from datetime import date, timedelta
         from decimal import Decimal
 
+        from billing.accounts import account_state
         from billing.models import Payment
-        from billing.services import account_state, payment_record
+        from billing.services.counter import payment_record
         from levy.models import FiscalYear
         from levy.services import estimate_certify, estimate_enter, levy_compute, roll_finalize
 

@@ -1,0 +1,372 @@
+"""Reads only: a parcel's account built from its charges, payments and corrections with the pure
+rules of ``billing.rules`` (¶12, ¶13), the statement (*estado de cuenta*) as typed, frozen
+``Statement``/``StatementLine`` with one JSON form (certificates, seizure steps and the command
+line store or print exactly ``Statement.to_json()``), the ledger's balance, the debt and the
+delinquent list. The calendar of last days to pay and the parameters in force live here too.
+Nothing here writes (the delinquent list's cache aside)."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import date
+from decimal import Decimal
+from typing import Any
+
+from django.core.cache import cache
+from django.db import connection
+from django.db.models import F, Sum
+from django.utils.translation import gettext as _
+
+from levy.models import LegalParameterSet, RollCorrection
+from levy.rules import fiscal_year_label
+from parcels.models import Parcel
+
+from . import rules
+from .errors import BillingError
+from .models import Charge, LedgerEntry, OfficeClosure, Payment
+from .wording import surcharge_explanation
+
+ZERO = Decimal("0.00")
+
+
+# --- Calendar and parameters ------------------------------------------------------------------
+
+
+def closed_days(years: Iterable[int]) -> frozenset[date]:
+    """¶12: Sundays aside, the days a last day to pay moves past: Puerto Rico legal holidays and
+    the office closures staff recorded (hurricanes)."""
+    years = sorted(set(years))
+    closures = OfficeClosure.objects.filter(day__year__in=years).values_list("day", flat=True)
+    return rules.pr_legal_holidays(years=years) | frozenset(closures)
+
+
+def delinquency_parameters(on: date) -> rules.DelinquencyParameters:
+    params = LegalParameterSet.in_force(on)
+    return rules.DelinquencyParameters(
+        grace_days=params.grace_days, surcharge_rate=params.surcharge_rate, saturdays_move=params.saturdays_move_last_day,
+    )
+
+
+def due_and_last_day(*, due: date) -> tuple[date, date]:
+    params = delinquency_parameters(due)
+    return due, rules.last_day_to_pay(due=due, closed_days=closed_days([due.year, due.year + 1]), params=params)
+
+
+def fiscal_year_of(day: date) -> str:
+    """The fiscal year (July 1 – June 30) a date falls in, e.g. 2026-10-15 → ``2026-2027``."""
+    return fiscal_year_label(day.year if day.month >= 7 else day.year - 1)
+
+
+# --- The account ------------------------------------------------------------------------------
+
+
+def charge_key(charge_id: int) -> str:
+    return f"C{charge_id:012d}"
+
+
+def payment_key(payment_id: int) -> str:
+    return f"P{payment_id:012d}"
+
+
+@dataclass(frozen=True)
+class Account:
+    parcel: Parcel
+    state: rules.AccountState
+    charges: dict[str, Charge]
+
+
+def account_state(*, parcel: Parcel, as_of: date, extra_payment: rules.PaymentInput | None = None) -> Account:
+    """¶12, ¶13: the parcel's account replayed to ``as_of`` (voids dated after ``as_of`` do not count yet)."""
+    return account_states(parcels=[parcel], as_of=as_of, extra_payment=extra_payment)[parcel.pk]
+
+
+def account_states(
+    *, parcels: Iterable[Parcel], as_of: date, extra_payment: rules.PaymentInput | None = None, roll_lines: bool = True,
+) -> dict[int, Account]:
+    """Replay many accounts at once: three queries for all of them, then the pure rules per parcel.
+
+    An office closure recorded after a charge was issued still moves that charge's last day to pay
+    forward (never back): the stored day is rolled past the closed days known now. ``roll_lines``
+    loads each charge's roll line with it (the receipt prints its figures); lists of many accounts
+    that never show them pass False (building those objects was a third of the delinquent list's time)."""
+    parcels = {parcel.pk: parcel for parcel in parcels}
+    params = delinquency_parameters(as_of)
+    charges: dict[int, dict[str, Charge]] = {pk: {} for pk in parcels}
+    related = ("fiscal_year", "roll_line") if roll_lines else ("fiscal_year",)
+    for charge in Charge.objects.filter(parcel_id__in=parcels).select_related(*related):
+        charges[charge.parcel_id][charge_key(charge.pk)] = charge
+    payments: dict[int, list[rules.PaymentInput]] = {pk: [] for pk in parcels}
+    for pk, parcel_id, paid_on, amount in (
+        Payment.objects.filter(parcel_id__in=parcels, paid_on__lte=as_of).exclude(void__voided_on__lte=as_of)
+        .values_list("pk", "parcel_id", "paid_on", "amount")
+    ):
+        payments[parcel_id].append(rules.PaymentInput(key=payment_key(pk), paid_on=paid_on, amount=amount))
+    # Corrections that lower what is owed are credits on their date, applied like payments.
+    for pk, parcel_id, on, net in RollCorrection.objects.filter(
+        roll_line__parcel_id__in=parcels, due_date__lte=as_of, net_delta__lt=0
+    ).values_list("pk", "roll_line__parcel_id", "due_date", "net_delta"):
+        payments[parcel_id].append(rules.PaymentInput(key=f"K{pk:012d}", paid_on=on, amount=-net))
+    if extra_payment is not None:
+        for found in payments.values():
+            found.append(extra_payment)
+    years = {c.last_day_to_pay.year for found in charges.values() for c in found.values()}
+    closed = closed_days(years | {year + 1 for year in years}) if years else frozenset()
+    accounts = {}
+    for pk, parcel in parcels.items():
+        inputs = [
+            rules.ChargeInput(key=key, principal=c.principal.amount, due=c.due_date,
+                              last_day=rules.next_open_day(day=c.last_day_to_pay, closed_days=closed, params=params),
+                              accrues_surcharge=c.accrues_surcharge)
+            for key, c in charges[pk].items()
+        ]
+        state = rules.account_state(charges=inputs, payments=payments[pk], as_of=as_of, params=params)
+        accounts[pk] = Account(parcel=parcel, state=state, charges=charges[pk])
+    return accounts
+
+
+# --- The statement ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StatementLine:
+    """One charge of the statement as of a date (¶12, ¶13)."""
+
+    description: str
+    fiscal_year: str
+    number: int | None
+    kind: str
+    due_date: date
+    last_day_to_pay: date
+    principal: Decimal
+    surcharge: Decimal
+    surcharge_periods: int
+    surcharge_basis: str  # how the surcharge was counted, in the language active when it was read
+    paid: Decimal
+    balance: Decimal
+    as_of: date
+    order: int = field(default=0, compare=False)  # the account's order (due date, then charge): the JSON's order
+
+    @property
+    def status(self) -> str:
+        """``paid``, ``late`` (past the last day to pay, ¶12), ``due`` or ``upcoming``."""
+        if self.balance <= 0:
+            return "paid"
+        if self.as_of > self.last_day_to_pay:
+            return "late"
+        if self.as_of >= self.due_date:
+            return "due"
+        return "upcoming"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "fiscal_year": self.fiscal_year,
+            "number": self.number,
+            "kind": self.kind,
+            "description": self.description,
+            "due_date": self.due_date.isoformat(),
+            "last_day_to_pay": self.last_day_to_pay.isoformat(),
+            "principal": str(self.principal),
+            "surcharge": str(self.surcharge),
+            "surcharge_periods": self.surcharge_periods,
+            "surcharge_basis": self.surcharge_basis,
+            "paid": str(self.paid),
+            "balance": str(self.balance),
+        }
+
+    @classmethod
+    def from_json(cls, item: dict[str, Any], *, as_of: date, order: int = 0) -> StatementLine:
+        return cls(
+            description=item["description"], fiscal_year=item["fiscal_year"], number=item.get("number"), kind=item.get("kind", ""),
+            due_date=date.fromisoformat(item["due_date"]), last_day_to_pay=date.fromisoformat(item["last_day_to_pay"]),
+            principal=Decimal(item["principal"]), surcharge=Decimal(item["surcharge"]),
+            surcharge_periods=item.get("surcharge_periods", 0), surcharge_basis=item.get("surcharge_basis", ""),
+            paid=Decimal(item["paid"]), balance=Decimal(item["balance"]), as_of=as_of, order=order,
+        )
+
+
+def _display_order(lines: Iterable[StatementLine]) -> tuple[StatementLine, ...]:
+    return tuple(sorted(lines, key=lambda line: (line.due_date, line.fiscal_year, line.number or 0)))
+
+
+@dataclass(frozen=True)
+class Statement:
+    """¶12, ¶13: the statement of a parcel as of a date. ``lines`` are in due-date order for
+    pages; ``to_json()`` is the one stored and printed form (certificates, seizure steps, the CLI):
+    ``{"parcel_id", "as_of", "installments", "other_charges", "total_due", "total_balance",
+    "credit_balance"}``, amounts as strings of dollars, dates ISO."""
+
+    parcel_id: str
+    as_of: date
+    lines: tuple[StatementLine, ...]
+    total_due: Decimal
+    total_balance: Decimal
+    credit_balance: Decimal
+    parcel: Parcel | None = field(default=None, compare=False)
+
+    @property
+    def totals(self) -> dict[str, Decimal]:
+        return {
+            "principal": sum((line.principal for line in self.lines), ZERO),
+            "surcharge": sum((line.surcharge for line in self.lines), ZERO),
+            "paid": sum((line.paid for line in self.lines), ZERO),
+            "balance": sum((line.balance for line in self.lines), ZERO),
+        }
+
+    @property
+    def owing_lines(self) -> tuple[StatementLine, ...]:
+        return tuple(line for line in self.lines if line.balance > 0)
+
+    def to_json(self) -> dict[str, Any]:
+        ordered = sorted(self.lines, key=lambda line: line.order)
+        return {
+            "parcel_id": self.parcel_id,
+            "as_of": self.as_of.isoformat(),
+            "installments": [line.to_json() for line in ordered if line.kind == Charge.Kind.INSTALLMENT],
+            "other_charges": [line.to_json() for line in ordered if line.kind != Charge.Kind.INSTALLMENT],
+            "total_due": str(self.total_due),
+            "total_balance": str(self.total_balance),
+            "credit_balance": str(self.credit_balance),
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any], *, parcel: Parcel | None = None) -> Statement:
+        as_of = date.fromisoformat(data["as_of"])
+        items = list(data.get("installments", [])) + list(data.get("other_charges", []))
+        lines = [StatementLine.from_json(item, as_of=as_of, order=index) for index, item in enumerate(items)]
+        return cls(parcel_id=data["parcel_id"], as_of=as_of, lines=_display_order(lines), total_due=Decimal(data["total_due"]),
+                   total_balance=Decimal(data["total_balance"]), credit_balance=Decimal(data["credit_balance"]), parcel=parcel)
+
+
+def statement(*, parcel: Parcel, as_of: date) -> Statement:
+    """¶12, ¶13: the statement (*estado de cuenta*) as of a date: each charge with due date, last
+    day to pay, principal, surcharge so far and how it was counted, paid, balance; the total due."""
+    account = account_state(parcel=parcel, as_of=as_of)
+    rate = delinquency_parameters(as_of).surcharge_rate
+    lines = []
+    for index, state in enumerate(account.state.charges):
+        charge = account.charges[state.key]
+        lines.append(StatementLine(
+            description=charge.description, fiscal_year=charge.fiscal_year.label, number=charge.number, kind=charge.kind,
+            due_date=state.due, last_day_to_pay=state.last_day, principal=state.principal, surcharge=state.surcharge,
+            surcharge_periods=state.periods, surcharge_basis=surcharge_explanation(state, rate), paid=state.paid,
+            balance=state.balance, as_of=as_of, order=index,
+        ))
+    return Statement(
+        parcel_id=parcel.parcel_id, as_of=as_of, lines=_display_order(lines), total_due=account.state.total_due,
+        total_balance=account.state.total_balance, credit_balance=account.state.credit_balance, parcel=parcel,
+    )
+
+
+# --- The ledger, the debt ---------------------------------------------------------------------
+
+
+def ledger_balance(parcel: Parcel) -> Decimal:
+    """Σ debits − Σ credits of the parcel's ledger (charges + realized surcharges − payments …)."""
+    sums = LedgerEntry.objects.filter(parcel=parcel).aggregate(d=Sum("debit"), c=Sum("credit"))
+    return (sums["d"] or ZERO) - (sums["c"] or ZERO)
+
+
+def parcel_debt(*, parcel: Parcel, as_of: date) -> Decimal:
+    """What is owed on the parcel as of a date (charges due, with surcharges, less payments)."""
+    return account_state(parcel=parcel, as_of=as_of).state.total_due
+
+
+def parcel_by_code(code: str) -> Parcel:
+    parcel = Parcel.objects.select_related("owner").filter(parcel_id=code).first()
+    if parcel is None:
+        raise BillingError(_("Predio desconocido «%(p)s».") % {"p": code})
+    return parcel
+
+
+# --- Delinquency ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DelinquentCharge:
+    parcel: Parcel
+    charge: Charge
+    state: rules.ChargeState
+    days_late: int
+
+
+# The delinquent list replays every late account (about 0.1 s per 1,000 on 2 cores); Hacienda
+# opens it again and again while nothing changes. Each list is kept in the shared cache (one for
+# every worker and app server, settings.CACHES) for an hour, keyed by everything it is computed
+# from: the filters, and the newest row of every table that can change a result (the ledger and
+# charges are append-only, so a payment, void, refund, charge or correction always adds a row;
+# closures and legal parameters, which move last days and rates, are small and hashed whole; the
+# registry's history covers names and areas). What is kept is each line's pure ¶12 state with the
+# ids of its parcel and charge, read again in two queries: never model instances, which would
+# outlive a change of the models' fields.
+_DELINQUENT_KEPT_SECONDS = 60 * 60
+_DELINQUENT_KEY_VERSION = 1  # of the kept tuples' shape: bump it when DelinquentCharge or ChargeState changes
+_BOOKS_VERSION_SQL = """
+    SELECT (SELECT max(id) FROM billing_ledgerentry), (SELECT max(id) FROM billing_charge),
+           (SELECT md5(coalesce(string_agg(t::text, ',' ORDER BY t.id), '')) FROM billing_officeclosure t),
+           (SELECT md5(coalesce(string_agg(t::text, ',' ORDER BY t.id), '')) FROM levy_legalparameterset t),
+           (SELECT max(pgh_id) FROM parcels_parcelevent), (SELECT max(pgh_id) FROM parcels_ownerevent)
+"""
+
+
+def _books_version() -> tuple:
+    with connection.cursor() as cursor:
+        cursor.execute(_BOOKS_VERSION_SQL)
+        return tuple(cursor.fetchone())
+
+
+def delinquent_charges(*, as_of: date, fiscal_year: str = "", number: int | None = None, min_balance: Decimal | None = None,
+                       min_days_late: int = 0) -> list[DelinquentCharge]:
+    """Charges past their last day to pay with a balance as of ``as_of`` (¶12), oldest first
+    (a fresh list, or the same list computed from exactly the same data moments ago)."""
+    marker = (_DELINQUENT_KEY_VERSION, connection.settings_dict["NAME"], as_of, fiscal_year, number, min_balance,
+              min_days_late, _books_version())
+    key = "billing:delinquent:" + hashlib.sha256(repr(marker).encode()).hexdigest()
+    kept = cache.get(key)
+    if kept is not None:
+        parcels = Parcel.objects.select_related("owner").in_bulk({parcel_id for parcel_id, *_ in kept})
+        charges = Charge.objects.select_related("fiscal_year").in_bulk({charge_id for _, charge_id, *_ in kept})
+        return [DelinquentCharge(parcel=parcels[parcel_id], charge=charges[charge_id], state=state, days_late=days_late)
+                for parcel_id, charge_id, state, days_late in kept]
+    found = _delinquent_charges_compute(as_of=as_of, fiscal_year=fiscal_year, number=number, min_balance=min_balance,
+                                        min_days_late=min_days_late)
+    if not connection.in_atomic_block:  # never keep what an open transaction may still roll back
+        cache.set(key, [(item.parcel.pk, item.charge.pk, item.state, item.days_late) for item in found],
+                  timeout=_DELINQUENT_KEPT_SECONDS)
+    return found
+
+
+def _delinquent_charges_compute(*, as_of: date, fiscal_year: str, number: int | None, min_balance: Decimal | None,
+                                min_days_late: int) -> list[DelinquentCharge]:
+    """Candidates are narrowed in SQL (a charge past its last day on a parcel whose ledger still
+    owes), then each candidate account is replayed for the exact balance and surcharge."""
+    charges = Charge.objects.filter(last_day_to_pay__lt=as_of, accrues_surcharge=True)
+    if fiscal_year:
+        charges = charges.filter(fiscal_year__label=fiscal_year)
+    if number:
+        charges = charges.filter(number=number)
+    owing = (
+        LedgerEntry.objects.filter(entry_date__lte=as_of).values("parcel_id").annotate(d=Sum("debit"), c=Sum("credit"))
+        .filter(d__gt=F("c")).values("parcel_id")
+    )
+    candidates = list(charges.filter(parcel_id__in=owing).values_list("pk", "parcel_id"))
+    wanted = {pk for pk, _ in candidates}
+    parcel_ids = {parcel_id for _, parcel_id in candidates}
+    found: list[DelinquentCharge] = []
+    accounts = account_states(parcels=Parcel.objects.filter(pk__in=parcel_ids).select_related("owner"), as_of=as_of,
+                              roll_lines=False)
+    for account in accounts.values():
+        parcel = account.parcel
+        for state in account.state.charges:
+            charge = account.charges[state.key]
+            if charge.pk not in wanted or state.balance <= 0:
+                continue
+            days_late = (as_of - state.last_day).days
+            if days_late <= 0:  # an office closure moved its last day to pay (¶12) to as_of or later
+                continue
+            if days_late < min_days_late or (min_balance is not None and state.balance < min_balance):
+                continue
+            found.append(DelinquentCharge(parcel=parcel, charge=charge, state=state, days_late=days_late))
+    found.sort(key=lambda item: (item.state.last_day, item.parcel.parcel_id))
+    return found

@@ -1,0 +1,264 @@
+"""¶9, ¶12: bills (*avisos de contribución*) of the installments of a finalized roll, one at a
+time (numbered ``AV-<year>-000001``, its amounts frozen as of its issue date in a
+``snapshots.BillSnapshot``) or a semester in a background batch (the job is ``billing.bulk``).
+Rendering and storing the PDFs is ``billing.documents``."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import date
+from decimal import Decimal
+from typing import Any
+
+from django.db import transaction
+from django.db.models import QuerySet
+from django.utils import timezone
+from django.utils.translation import gettext as _
+
+from levy.models import FiscalYear, Levy
+from parcels.jobs import JobBusy, job_defer
+from parcels.models import Job, Parcel
+from parcels.roles import COLLECTOR, HACIENDA, SUPERVISOR, has_role
+
+from .. import documents
+from ..accounts import account_states, charge_key, delinquency_parameters, parcel_by_code
+from ..errors import BillingError
+from ..models import Bill, BillBatch, Charge, DocumentSeries, IssuedDocument
+from ..snapshots import BillSnapshot
+from ..wording import surcharge_groups
+from .numbering import numbers_allocate
+
+logger = logging.getLogger(__name__)
+BILL_PREFIX = "AV"  # aviso de contribución
+BILL_USERS = (HACIENDA, COLLECTOR, SUPERVISOR)
+BATCH_FILTERS = ("parcel_ids", "parcel_prefix", "owner_key")
+
+
+def _billable(charge: Charge | int) -> Charge:
+    pk = charge if isinstance(charge, int) else charge.pk
+    charge = (Charge.objects.select_related("roll_line__levy", "fiscal_year", "parcel__owner").filter(pk=pk).first())
+    if charge is None:
+        raise BillingError(_("Cargo desconocido."))
+    if charge.kind != Charge.Kind.INSTALLMENT or charge.roll_line is None:
+        raise BillingError(_("Solo los plazos de la contribución llevan aviso."))
+    if charge.roll_line.levy.status != Levy.Status.FINAL:
+        raise BillingError(_("Un padrón en borrador no se factura: solo se emiten avisos de un padrón finalizado."))
+    return charge
+
+
+@dataclass(frozen=True)
+class AccountFacts:
+    """What a bill needs of the parcel's account as of its issue date."""
+
+    state: Any  # rules.ChargeState of the billed charge
+    total_due: Decimal
+    rate: Decimal
+    grace_days: int
+
+
+def account_facts(*, charge: Charge, parcel: Parcel, issued_on: date) -> AccountFacts:
+    return accounts_facts(charges=[charge], issued_on=issued_on)[charge.pk]
+
+
+def accounts_facts(*, charges: Sequence[Charge], issued_on: date) -> dict[int, AccountFacts]:
+    """``AccountFacts`` of many charges, their parcels' accounts replayed together."""
+    parcels = {charge.parcel_id: charge.parcel for charge in charges}
+    accounts = account_states(parcels=parcels.values(), as_of=issued_on)
+    params = delinquency_parameters(issued_on)
+    facts = {}
+    for charge in charges:
+        account = accounts[charge.parcel_id]
+        key = charge_key(charge.pk)
+        state = next(s for s in account.state.charges if s.key == key)
+        facts[charge.pk] = AccountFacts(state=state, total_due=account.state.total_due, rate=params.surcharge_rate,
+                                        grace_days=params.grace_days)
+    return facts
+
+
+def bill_snapshot(*, charge: Charge, issued_on: date, facts: AccountFacts | None = None) -> dict[str, Any]:
+    """¶9, ¶12: what the bill prints, frozen as of its issue date. The parcel's figures are the
+    roll's (what the charge was computed from); the owner is the parcel's owner when billed."""
+    parcel = charge.parcel
+    line = charge.roll_line
+    facts = facts or account_facts(charge=charge, parcel=parcel, issued_on=issued_on)
+    state = facts.state
+    return BillSnapshot(
+        parcel_id=parcel.parcel_id, owner_name=parcel.owner.name, owner_key=parcel.owner.owner_key,
+        gravity_acres=line.gravity_acres, pumped_acres=line.pumped_acres, equivalent_acres=line.equivalent_acres,
+        fiscal_year=charge.fiscal_year.label, number=charge.number, description=charge.description, om_charge=line.om_charge,
+        credit_percent=line.credit_percent, credit=line.credit, net=line.net, first_installment=line.first_installment,
+        second_installment=line.second_installment, principal=state.principal, due_date=state.due,
+        last_day_to_pay=state.last_day, as_of=issued_on, surcharge=state.surcharge,
+        surcharge_groups=tuple((months, unpaid) for months, unpaid in surcharge_groups(state)), surcharge_rate=facts.rate,
+        grace_days=facts.grace_days, paid=state.paid, balance=state.balance, total_due=facts.total_due,
+    ).to_json()
+
+
+def _check_bill_user(acting_user: Any) -> None:
+    if not has_role(acting_user, *BILL_USERS):
+        raise BillingError(_("El usuario %(u)s no puede emitir avisos de contribución.") % {"u": getattr(acting_user, "username", None)})
+
+
+@transaction.atomic
+def bill_issue(*, acting_user: Any, charge: Charge | int, issued_on: date | None = None, lang: str | None = None) -> Bill:
+    """¶12: a bill for one installment of a finalized roll, numbered (``AV-<year>-000001``),
+    with its amounts as of ``issued_on``; its PDF is stored in the same transaction."""
+    _check_bill_user(acting_user)
+    charge = _billable(charge)
+    on = issued_on or timezone.localdate()
+    snapshot = bill_snapshot(charge=charge, issued_on=on)
+    number = numbers_allocate("bill", BILL_PREFIX, on, 1)[0]
+    bill = Bill(number=number, charge=charge, parcel_id=charge.parcel_id, issued_on=on, snapshot=snapshot, issued_by=acting_user)
+    bill.full_clean()
+    bill.save()
+    documents.bill_document_store(bill, lang=lang)
+    return bill
+
+
+def bill_for_installment(*, parcel_code: str, fiscal_year: str, number: int) -> Charge:
+    charge = (Charge.objects.filter(parcel__parcel_id=parcel_code, fiscal_year__label=fiscal_year, number=number,
+                                    kind=Charge.Kind.INSTALLMENT).first())
+    if charge is None:
+        parcel_by_code(parcel_code)  # an unknown parcel says so
+        raise BillingError(_("El predio %(p)s no tiene el plazo %(n)s del año fiscal %(y)s.") % {
+            "p": parcel_code, "n": number, "y": fiscal_year})
+    return charge
+
+
+def bill_get_or_issue(*, acting_user: Any | None, charge: Charge, lang: str | None = None) -> tuple[Bill, bool]:
+    """The bill of an installment issued outside a batch (the latest one), or a new one."""
+    _billable(charge)
+    existing = Bill.objects.filter(charge=charge, batch__isnull=True).order_by("-issued_at", "-pk").first()
+    if existing is not None:
+        return existing, False
+    if acting_user is None:
+        raise BillingError(_("El plazo no tiene aviso todavía; indique el usuario que lo emite."))
+    return bill_issue(acting_user=acting_user, charge=charge, lang=lang), True
+
+
+def _clean_filters(filters: dict[str, Any] | None) -> dict[str, Any]:
+    filters = dict(filters or {})
+    unknown = sorted(set(filters) - set(BATCH_FILTERS))
+    if unknown:
+        raise BillingError(_("Filtro desconocido: %(f)s.") % {"f": ", ".join(unknown)})
+    clean: dict[str, Any] = {}
+    if filters.get("parcel_ids"):
+        clean["parcel_ids"] = sorted({str(p).strip() for p in filters["parcel_ids"] if str(p).strip()})
+    for name in ("parcel_prefix", "owner_key"):
+        if str(filters.get(name) or "").strip():
+            clean[name] = str(filters[name]).strip()
+    return clean
+
+
+def bill_batch_charges(batch: BillBatch) -> QuerySet[Charge]:
+    """The installments a batch prints, in cadastre order (stable, so a restart finds the same parts)."""
+    charges = Charge.objects.filter(kind=Charge.Kind.INSTALLMENT, fiscal_year_id=batch.fiscal_year_id, number=batch.number,
+                                    roll_line__levy__status=Levy.Status.FINAL)
+    filters = batch.filters or {}
+    if filters.get("parcel_ids"):
+        charges = charges.filter(parcel__parcel_id__in=filters["parcel_ids"])
+    if filters.get("parcel_prefix"):
+        charges = charges.filter(parcel__parcel_id__startswith=filters["parcel_prefix"])
+    if filters.get("owner_key"):
+        charges = charges.filter(parcel__owner__owner_key=filters["owner_key"])
+    return charges.order_by("parcel__parcel_id", "pk")
+
+
+BILL_BATCH = "bill_batch"  # the procrastinate task (billing/bulk.py)
+
+
+def _bill_batch_defer(acting_user: Any, batch: BillBatch, processes: int | None, queue: str | None = None) -> Job:
+    """The batch's job: one bill batch per semester at a time, whatever its filters (two batches
+    of the same installments at once would number their bills twice)."""
+    payload: dict[str, Any] = {"batch_id": batch.pk}
+    if processes:
+        payload["processes"] = processes
+    what = _("los avisos de %(y)s, plazo %(n)s") % {"y": batch.fiscal_year.label, "n": batch.number}
+    try:
+        return job_defer(kind=BILL_BATCH, key=f"{batch.fiscal_year.label}/{batch.number}", payload=payload,
+                         acting_user=acting_user, what=what, queue=queue)
+    except JobBusy as exc:
+        raise BillingError(str(exc)) from None
+
+
+@transaction.atomic
+def bill_batch_start(acting_user: Any, fiscal_year: str | FiscalYear, number: int, filters: dict[str, Any] | None = None,
+                     processes: int | None = None, queue: str | None = None) -> BillBatch:
+    """Hacienda prints a semester's bills (installment ``number`` of ``fiscal_year``, or the
+    ``filters``: ``parcel_ids``, ``parcel_prefix``, ``owner_key``) as merged PDFs of at most 250
+    pages, made by a background job (task ``bill_batch``, rendering in ``processes`` processes,
+    on procrastinate's ``queue``: every worker takes every queue). Refused while another batch of the same semester is queued or running."""
+    if not has_role(acting_user, HACIENDA):
+        raise BillingError(_("Solo Hacienda imprime los avisos en lote."))
+    label = fiscal_year.label if isinstance(fiscal_year, FiscalYear) else str(fiscal_year)
+    year = FiscalYear.objects.filter(label=label).first()
+    if year is None:
+        raise BillingError(_("Año fiscal desconocido «%(y)s».") % {"y": label})
+    if number not in (1, 2):
+        raise BillingError(_("El plazo es 1 (julio) o 2 (enero)."))
+    if not Levy.objects.filter(fiscal_year=year, status=Levy.Status.FINAL).exists():
+        raise BillingError(_("El padrón de %(y)s no está finalizado: no hay avisos que imprimir.") % {"y": label})
+    batch = BillBatch(fiscal_year=year, number=number, filters=_clean_filters(filters), created_by=acting_user)
+    if not bill_batch_charges(batch).exists():
+        raise BillingError(_("Ningún plazo corresponde a esa selección."))
+    batch.save()
+    batch.job = _bill_batch_defer(acting_user, batch, processes, queue)
+    batch.save(update_fields=["job"])
+    return batch
+
+
+@transaction.atomic
+def bill_batch_resume(acting_user: Any, batch: BillBatch) -> BillBatch:
+    """Start a failed batch again with a new job: the bills and parts already made are kept and
+    skipped (``bulk.bill_batch_run`` resumes), so nothing is billed twice. Refused while another
+    batch of the same semester is queued or running."""
+    if not has_role(acting_user, HACIENDA):
+        raise BillingError(_("Solo Hacienda imprime los avisos en lote."))
+    batch = BillBatch.objects.select_for_update(of=("self",)).select_related("job", "fiscal_year").get(pk=batch.pk)
+    if batch.job is not None and batch.job.status != Job.Status.FAILED:
+        raise BillingError(_("El lote no falló: no hay nada que reanudar."))
+    logger.info("bill batch %s resumed by %s", batch.pk, getattr(acting_user, "username", None))
+    batch.job = _bill_batch_defer(acting_user, batch, (batch.job.payload.get("processes") if batch.job else None))
+    batch.save(update_fields=["job"])
+    return batch
+
+
+@transaction.atomic
+def bill_batch_issue(*, batch: BillBatch, charge_ids: Sequence[int], issued_on: date,
+                     render_many: Callable[[list[str]], list[bytes]], lang: str | None = None) -> int:
+    """Issue the bills of ``charge_ids`` in ``batch`` (those not billed in it yet) and store
+    their PDFs, in one transaction. The bill series is locked first, so two runs of the same
+    batch cannot both bill a charge; ``render_many`` turns HTML into one-page PDFs (in worker
+    processes when the job has several cores)."""
+    numbers_needed = list(charge_ids)
+    DocumentSeries.objects.get_or_create(kind="bill", year=issued_on.year)
+    DocumentSeries.objects.select_for_update().get(kind="bill", year=issued_on.year)
+    done = set(Bill.objects.filter(batch=batch, charge_id__in=numbers_needed).values_list("charge_id", flat=True))
+    charges = {c.pk: c for c in Charge.objects.filter(pk__in=[pk for pk in numbers_needed if pk not in done])
+               .select_related("roll_line__levy", "fiscal_year", "parcel__owner")}
+    todo = [charges[pk] for pk in numbers_needed if pk in charges]
+    if not todo:
+        return 0
+    for charge in todo:
+        if charge.kind != Charge.Kind.INSTALLMENT or charge.roll_line.levy.status != Levy.Status.FINAL:
+            raise BillingError(_("Un padrón en borrador no se factura: solo se emiten avisos de un padrón finalizado."))
+    numbers = numbers_allocate("bill", BILL_PREFIX, issued_on, len(todo))
+    facts = accounts_facts(charges=todo, issued_on=issued_on)
+    bills, htmls, codes = [], [], []
+    for charge, number in zip(todo, numbers, strict=True):
+        snapshot = bill_snapshot(charge=charge, issued_on=issued_on, facts=facts[charge.pk])
+        code = documents.verification_code(IssuedDocument.Kind.BILL, number)
+        bills.append(Bill(number=number, charge=charge, parcel_id=charge.parcel_id, issued_on=issued_on, snapshot=snapshot,
+                          batch=batch, issued_by_id=batch.created_by_id))
+        htmls.append(documents.bill_html(number=number, snapshot=snapshot, issued_on=issued_on, code=code, lang=lang))
+        codes.append(code)
+    pdfs = render_many(htmls)
+    Bill.objects.bulk_create(bills)
+    IssuedDocument.objects.bulk_create([
+        documents.document_new(kind=IssuedDocument.Kind.BILL, number=bill.number, parcel_id=bill.parcel_id, code=code, data=data,
+                               bill=bill)
+        for bill, code, data in zip(bills, codes, pdfs, strict=True)
+    ])
+    return len(bills)

@@ -1,0 +1,88 @@
+"""Collection beyond the counter: office closures (¶12), debt certificates (¶11) and the
+seizure procedure of an unpaid levy (¶14)."""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import date, timedelta
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+from django.utils.translation import gettext as _
+
+from parcels.models import Parcel
+from parcels.roles import COLLECTOR, HACIENDA, SUPERVISOR, has_role
+
+from .. import documents
+from ..accounts import statement
+from ..errors import BillingError
+from ..models import DebtCertificate, OfficeClosure, SeizureCase, SeizureStep
+from ..pdf import render_seizure_notice
+from ..snapshots import CertificateSnapshot
+from .numbering import document_number
+
+
+@transaction.atomic
+def office_closure_add(*, acting_user: Any, day: date, reason: str) -> OfficeClosure:
+    """¶12: a day the offices were closed (a storm, a holiday proclaimed late): a last day to pay
+    that falls on it moves to the next day the offices open, for charges already issued too."""
+    if not has_role(acting_user, HACIENDA):
+        raise BillingError(_("Solo Hacienda registra los cierres de oficina."))
+    closure = OfficeClosure(day=day, reason=reason.strip(), created_by=acting_user)
+    closure.full_clean()
+    closure.save()
+    return closure
+
+
+@transaction.atomic
+def certificate_issue(*, acting_user: Any, parcel: Parcel, as_of: date) -> DebtCertificate:
+    """¶11: a debt certificate (*certificación de deuda*) as of a date: numbered, never changed;
+    a later certificate for the parcel supersedes the earlier one."""
+    if not has_role(acting_user, HACIENDA, COLLECTOR, SUPERVISOR):
+        raise BillingError(_("El usuario no puede emitir certificaciones de deuda."))
+    parcel = Parcel.objects.select_for_update().select_related("owner").get(pk=parcel.pk)
+    previous = DebtCertificate.objects.filter(parcel=parcel, superseded_by__isnull=True).first()
+    data = CertificateSnapshot(statement=statement(parcel=parcel, as_of=as_of), owner_name=parcel.owner.name,
+                               owner_key=parcel.owner.owner_key).to_json()
+    certificate = DebtCertificate.objects.create(
+        number=document_number("certificate", "CD", timezone.localdate()), parcel=parcel, as_of=as_of, snapshot=data,
+        supersedes=previous, issued_by=acting_user,
+    )
+    documents.certificate_document_store(certificate)  # the PDF, rendered once and stored in this transaction
+    return certificate
+
+
+@transaction.atomic
+def seizure_step_issue(*, acting_user: Any, parcel: Parcel, kind: str, on: date | None = None) -> SeizureStep:
+    """¶14: the next step of the seizure (*embargo*) procedure of property taxes for an unpaid levy:
+    notice of attachment (30-day term), certificate of attachment (after the term), auction notice.
+    Each step is numbered, dated, stored as a PDF and names who issued it; a paid debt stops it."""
+    if not has_role(acting_user, HACIENDA):
+        raise BillingError(_("Solo Hacienda lleva el procedimiento de embargo."))
+    on = on or timezone.localdate()
+    parcel = Parcel.objects.select_for_update().select_related("owner").get(pk=parcel.pk)
+    case = SeizureCase.objects.filter(parcel=parcel, status=SeizureCase.Status.OPEN).first()
+    debt = statement(parcel=parcel, as_of=on)
+    if debt.total_due <= 0:
+        raise BillingError(_("La cuenta no tiene deuda: el procedimiento de embargo se detiene."))
+    order = [SeizureStep.Kind.NOTICE, SeizureStep.Kind.CERTIFICATE, SeizureStep.Kind.AUCTION]
+    if case is None:
+        if kind != SeizureStep.Kind.NOTICE:
+            raise BillingError(_("El procedimiento empieza con la notificación de embargo."))
+        case = SeizureCase.objects.create(parcel=parcel, opened_by=acting_user)
+    done = list(case.steps.values_list("kind", flat=True))
+    expected = order[len(done)] if len(done) < len(order) else None
+    if kind != expected:
+        raise BillingError(_("El próximo paso del procedimiento es otro."))
+    if kind == SeizureStep.Kind.CERTIFICATE:
+        notice = case.steps.get(kind=SeizureStep.Kind.NOTICE)
+        if on <= notice.term_ends:
+            raise BillingError(_("El plazo de 30 días de la notificación vence el %(d)s.") % {"d": notice.term_ends.strftime("%d/%m/%Y")})
+    term_ends = on + timedelta(days=30) if kind == SeizureStep.Kind.NOTICE else None
+    number = document_number(f"seizure_{kind}", {"notice": "NE", "certificate": "CE", "auction": "AS"}[kind], on)
+    step = SeizureStep(case=case, kind=kind, number=number, issued_on=on, term_ends=term_ends, debt=debt.to_json(), issued_by=acting_user, pdf=b"")
+    step.pdf = render_seizure_notice(step=step, parcel=parcel)
+    step.sha256 = hashlib.sha256(step.pdf).hexdigest()
+    step.save()
+    return step

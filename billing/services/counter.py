@@ -1,0 +1,232 @@
+"""¶13: the Collector's counter: payments and their numbered receipts, voids (a bounced check),
+refunds of credit and the office's day close."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import date
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+from django.utils.translation import gettext as _
+
+from levy.rules import CENT
+from parcels.models import Parcel
+from parcels.roles import COLLECTOR, SUPERVISOR, has_role
+
+from .. import documents, rules
+from ..accounts import Account, account_state, delinquency_parameters, fiscal_year_of, payment_key
+from ..errors import BillingError
+from ..models import (
+    Charge,
+    CollectorAssignment,
+    DayClose,
+    LedgerEntry,
+    Office,
+    Payment,
+    PaymentVoid,
+    Receipt,
+    ReceiptSeries,
+    Refund,
+    SeizureCase,
+)
+from ..selectors import day_report
+from ..snapshots import ReceiptApplication, ReceiptSnapshot
+from ..wording import surcharge_explanation
+from .numbering import fiscal_year_for
+
+ZERO = Decimal("0.00")
+
+
+# --- Payments at the counter ------------------------------------------------------------------
+
+
+def parse_amount(value: Any) -> Decimal:
+    try:
+        amount = Decimal(str(value).strip().replace(",", "").lstrip("$"))
+    except InvalidOperation:
+        raise BillingError(_("Cantidad inválida «%(v)s».") % {"v": value}) from None
+    if not amount.is_finite() or amount <= 0:
+        raise BillingError(_("La cantidad debe ser mayor que cero."))
+    if amount != amount.quantize(CENT):
+        raise BillingError(_("La cantidad debe estar en centavos."))
+    return amount
+
+
+def office_for(user: Any, code: str | None) -> Office:
+    if code:
+        office = Office.objects.filter(code=code).first()
+        if office is None:
+            raise BillingError(_("Colecturía desconocida «%(c)s».") % {"c": code})
+        return office
+    assignment = CollectorAssignment.objects.filter(user=user).select_related("office").first()
+    if assignment is not None:
+        return assignment.office
+    offices = list(Office.objects.all()[:2])
+    if len(offices) == 1:  # a district with one colecturía needs no assignments
+        return offices[0]
+    raise BillingError(_("El usuario %(u)s no está asignado a una colecturía.") % {"u": user.username})
+
+
+@transaction.atomic
+def payment_record(
+    *, acting_user: Any, parcel: Parcel, amount: Decimal, paid_on: date, method: str = Payment.Method.CASH,
+    reference: str = "", office_code: str | None = None, idempotency_key: str | None = None,
+    expected_total_due: Decimal | None = None,
+) -> Receipt:
+    """¶13: a payment at the Collector's office and its numbered receipt, in one transaction.
+
+    The parcel row is locked, so two collectors paying the same account at once are serialized;
+    ``expected_total_due`` (what the counter showed) refuses a payment whose account changed
+    meanwhile, and ``idempotency_key`` makes a double-submitted form return the first receipt."""
+    if not has_role(acting_user, COLLECTOR, SUPERVISOR):
+        raise BillingError(_("El usuario %(u)s no es colector.") % {"u": getattr(acting_user, "username", None)})
+    amount = parse_amount(amount)
+    if method not in Payment.Method.values:
+        raise BillingError(_("Forma de pago desconocida «%(m)s».") % {"m": method})
+    office = office_for(acting_user, office_code)
+    key = idempotency_key or uuid.uuid4().hex
+    parcel = Parcel.objects.select_for_update().select_related("owner").get(pk=parcel.pk)
+    existing = Payment.objects.filter(idempotency_key=key).select_related("receipt").first()
+    if existing is not None:
+        if existing.parcel_id != parcel.pk or existing.amount.amount != amount:
+            raise BillingError(_("Ese formulario ya se usó para otro pago."))
+        return existing.receipt
+    before = account_state(parcel=parcel, as_of=paid_on)
+    if expected_total_due is not None and before.state.total_due != expected_total_due:
+        raise BillingError(
+            _("La cuenta cambió mientras se cobraba (ahora se deben %(d)s). Revise antes de cobrar.")
+            % {"d": f"${before.state.total_due:,.2f}"}
+        )
+    payment = Payment(
+        parcel=parcel, office=office, collector=acting_user, paid_on=paid_on, amount=amount, method=method,
+        reference=reference, idempotency_key=key, payer_name=parcel.owner.name,
+    )
+    payment.full_clean()
+    payment.save()
+    after = account_state(parcel=parcel, as_of=paid_on)
+    mine = [a for a in after.state.applications if a.payment_key == payment_key(payment.pk)]
+    surcharge = sum((a.surcharge for a in mine), ZERO)
+    LedgerEntry.objects.create(parcel=parcel, entry_date=paid_on, kind=LedgerEntry.Kind.PAYMENT, credit=amount,
+                               payment=payment, description=_("Pago en %(o)s") % {"o": office.code}, created_by=acting_user)
+    if surcharge > 0:
+        LedgerEntry.objects.create(parcel=parcel, entry_date=paid_on, kind=LedgerEntry.Kind.SURCHARGE, debit=surcharge,
+                                   payment=payment, description=_("Recargo pagado (¶12)"), created_by=acting_user)
+    if after.state.total_due <= 0:
+        # ¶14: paying the debt stops the seizure procedure.
+        SeizureCase.objects.filter(parcel=parcel, status=SeizureCase.Status.OPEN).update(
+            status=SeizureCase.Status.PAID, closed_on=paid_on
+        )
+    return _receipt_issue(payment=payment, office=office, account=after, applications=mine)
+
+
+def _receipt_issue(*, payment: Payment, office: Office, account: Account, applications: list[rules.Application]) -> Receipt:
+    """The next number of the office's series for the payment date's fiscal year, allocated under
+    a row lock inside the payment's transaction: unique and without gaps."""
+    fiscal_year = fiscal_year_of(payment.paid_on)
+    ReceiptSeries.objects.get_or_create(office=office, fiscal_year=fiscal_year)
+    series = ReceiptSeries.objects.select_for_update().get(office=office, fiscal_year=fiscal_year)
+    series.last_number += 1
+    series.save(update_fields=["last_number"])
+    parcel = account.parcel
+    rate = delinquency_parameters(payment.paid_on).surcharge_rate
+    states = {state.key: state for state in account.state.charges}
+    lines = []
+    for application in applications:
+        charge = account.charges[application.charge_key]
+        state = states[application.charge_key]
+        roll_line = charge.roll_line
+        lines.append(ReceiptApplication(
+            description=charge.description, fiscal_year=charge.fiscal_year.label, number=charge.number, kind=charge.kind,
+            om_charge=roll_line.om_charge if roll_line else None,
+            credit_percent=roll_line.credit_percent if roll_line else None,
+            credit=roll_line.credit if roll_line else None, net=roll_line.net if roll_line else None,
+            principal=state.principal, due_date=state.due, last_day_to_pay=state.last_day, surcharge=application.surcharge,
+            surcharge_basis=surcharge_explanation(state, rate), principal_paid=application.principal,
+            balance_after=state.balance,
+        ))
+    snapshot = ReceiptSnapshot(
+        parcel_id=parcel.parcel_id, owner_name=parcel.owner.name, owner_key=parcel.owner.owner_key,
+        gravity_acres=parcel.gravity_acres, pumped_acres=parcel.pumped_acres, equivalent_acres=parcel.equivalent_acres,
+        office_code=office.code, office_name=office.name, collector=payment.collector.get_username(), paid_on=payment.paid_on,
+        amount=payment.amount.amount, method=payment.method, reference=payment.reference, applications=tuple(lines),
+        credit_balance=account.state.credit_balance, total_due_after=account.state.total_due,
+        total_balance_after=account.state.total_balance,
+    ).to_json()
+    receipt = Receipt.objects.create(office=office, fiscal_year=fiscal_year, number=series.last_number, payment=payment, snapshot=snapshot)
+    documents.receipt_document_store(receipt)  # ¶9: the PDF, rendered once and stored in this transaction
+    return receipt
+
+
+@transaction.atomic
+def payment_void(*, acting_user: Any, payment: Payment, reason: str, voided_on: date | None = None) -> PaymentVoid:
+    """A bounced check: a new, dated reversing entry by a supervisor; the receipt stays as issued."""
+    if not has_role(acting_user, SUPERVISOR):
+        raise BillingError(_("Solo un supervisor anula pagos."))
+    if not reason.strip():
+        raise BillingError(_("Anular un pago requiere una razón."))
+    payment = Payment.objects.select_for_update().get(pk=payment.pk)
+    Parcel.objects.select_for_update().get(pk=payment.parcel_id)
+    if PaymentVoid.objects.filter(payment=payment).exists():
+        raise BillingError(_("Ese pago ya fue anulado."))
+    on = voided_on or timezone.localdate()
+    if on < payment.paid_on:
+        raise BillingError(_("La anulación no puede ser anterior al pago."))
+    if on <= payment.paid_on and DayClose.objects.filter(office_id=payment.office_id, day=payment.paid_on).exists():
+        raise BillingError(_("El día del pago ya está cerrado: la anulación debe llevar una fecha posterior."))
+    void = PaymentVoid.objects.create(payment=payment, voided_on=on, reason=reason.strip(), voided_by=acting_user)
+    LedgerEntry.objects.create(parcel_id=payment.parcel_id, entry_date=on, kind=LedgerEntry.Kind.VOID, debit=payment.amount,
+                               payment=payment, description=_("Anulación: %(r)s") % {"r": reason.strip()[:150]}, created_by=acting_user)
+    realized = LedgerEntry.objects.filter(payment=payment, kind=LedgerEntry.Kind.SURCHARGE).first()
+    if realized is not None:
+        LedgerEntry.objects.create(parcel_id=payment.parcel_id, entry_date=on, kind=LedgerEntry.Kind.SURCHARGE_VOID,
+                                   credit=realized.debit, payment=payment, description=_("Recargo del pago anulado"),
+                                   created_by=acting_user)
+    return void
+
+
+# --- End of day, refunds ---------------------------------------------------------------------
+
+
+@transaction.atomic
+def day_close(*, acting_user: Any, office: Office, day: date, counted_cash: Decimal, counted_checks: Decimal) -> DayClose:
+    """A supervisor closes the office's day with the counted cash and checks; the over/short is
+    recorded. After the close, a void of that day's payments is a new reversal dated later."""
+    if not has_role(acting_user, SUPERVISOR):
+        raise BillingError(_("Solo un supervisor cierra el día."))
+    if DayClose.objects.filter(office=office, day=day).exists():
+        raise BillingError(_("El día ya está cerrado."))
+    totals = {row.method: row.amount for row in day_report(office=office, day=day).by_method}
+    close = DayClose(
+        office=office, day=day, counted_cash=counted_cash, counted_checks=counted_checks,
+        expected_cash=totals[Payment.Method.CASH], expected_checks=totals[Payment.Method.CHECK], closed_by=acting_user,
+    )
+    close.full_clean()
+    close.save()
+    return close
+
+
+@transaction.atomic
+def refund_issue(*, acting_user: Any, parcel: Parcel, amount: Decimal, reason: str, refunded_on: date | None = None) -> Refund:
+    """A supervisor pays back money beyond every issued charge (the account's credit). It enters
+    the account as a charge the credit settles, so the replay keeps every cent accounted for."""
+    if not has_role(acting_user, SUPERVISOR):
+        raise BillingError(_("Solo un supervisor reembolsa créditos."))
+    if not reason.strip():
+        raise BillingError(_("Un reembolso requiere una razón."))
+    amount = parse_amount(amount)
+    on = refunded_on or timezone.localdate()
+    parcel = Parcel.objects.select_for_update().get(pk=parcel.pk)
+    credit = account_state(parcel=parcel, as_of=on).state.credit_balance
+    if amount > credit:
+        raise BillingError(_("El crédito de la cuenta es %(c)s; no se puede reembolsar %(a)s.") % {"c": f"${credit:,.2f}", "a": f"${amount:,.2f}"})
+    refund = Refund.objects.create(parcel=parcel, amount=amount, refunded_on=on, reason=reason.strip(), refunded_by=acting_user)
+    charge = Charge.objects.create(
+        parcel=parcel, kind=Charge.Kind.REFUND, fiscal_year=fiscal_year_for(on), description=_("Reembolso de crédito"),
+        principal=amount, due_date=on, last_day_to_pay=on, accrues_surcharge=False, created_by=acting_user,
+    )
+    LedgerEntry.objects.create(parcel=parcel, entry_date=on, kind=LedgerEntry.Kind.REFUND, debit=amount, refund=refund,
+                               charge=charge, description=reason.strip()[:200], created_by=acting_user)
+    return refund

@@ -1,0 +1,65 @@
+"""¶9, ¶11, ¶12: the installments of a finalized roll."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import connection, transaction
+from django.utils import timezone
+from django.utils.translation import gettext as _
+
+from levy.models import LegalParameterSet, Levy, RollLine
+from parcels.bulk import copy_insert
+
+from .. import rules
+from ..accounts import due_and_last_day
+from ..errors import BillingError
+from ..models import Charge
+
+
+@transaction.atomic
+def installments_issue(*, acting_user: Any, levy: Levy) -> int:
+    """¶9, ¶12: for every parcel that pays, the July and January installments of its net charge
+    (O&M charge less the water-right credit). Idempotent: running it again creates nothing."""
+    if not levy.is_final:
+        raise BillingError(_("Solo un padrón finalizado genera plazos."))
+    params = LegalParameterSet.in_force(levy.fiscal_year.start)
+    finalized_on = levy.finalized_on if params.late_roll_due_on_finalization else None
+    halves = {}
+    for number in (1, 2):
+        due = rules.installment_due_date(fiscal_year_start=levy.fiscal_year.start, number=number, finalized_on=finalized_on)
+        halves[number] = due_and_last_day(due=due)
+    issued = set(
+        Charge.objects.filter(roll_line__levy=levy, kind=Charge.Kind.INSTALLMENT).values_list("roll_line_id", "number")
+    )
+    lines = RollLine.objects.filter(levy=levy, levied=True).values_list("pk", "parcel_id", "first_installment", "second_installment")
+    now = timezone.now()
+    label = levy.fiscal_year.label
+    rows = []
+    for line_pk, parcel_pk, first, second in lines.iterator(chunk_size=10000):
+        for number, principal in ((1, first), (2, second)):
+            if principal <= 0 or (line_pk, number) in issued:
+                continue
+            due, last_day = halves[number]
+            # Stored in Spanish whatever the session's language: it is the charge's legal name.
+            semester = "julio" if number == 1 else "enero"
+            rows.append((parcel_pk, Charge.Kind.INSTALLMENT, levy.fiscal_year_id, number, line_pk,
+                         f"{label} plazo {number} ({semester})", principal, "USD", due, last_day, True, acting_user.pk, now))
+    if not rows:
+        return 0
+    copy_insert(Charge, ("parcel_id", "kind", "fiscal_year_id", "number", "roll_line_id", "description", "principal",
+                         "principal_currency", "due_date", "last_day_to_pay", "accrues_surcharge", "created_by_id", "created_at"), rows)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """
+            INSERT INTO billing_ledgerentry (parcel_id, entry_date, kind, debit, debit_currency, credit, credit_currency,
+                                             charge_id, description, created_by_id, created_at)
+            SELECT c.parcel_id, c.due_date, 'charge', c.principal, 'USD', 0, 'USD', c.id, c.description, %s, %s
+              FROM billing_charge c
+              JOIN levy_rollline r ON r.id = c.roll_line_id
+             WHERE r.levy_id = %s AND c.kind = 'installment'
+               AND NOT EXISTS (SELECT 1 FROM billing_ledgerentry e WHERE e.charge_id = c.id)
+            """,
+            [acting_user.pk, now, levy.pk],
+        )
+    return len(rows)

@@ -1,0 +1,249 @@
+"""What an issued document froze, as one typed, frozen schema: the receipt (¶9, ¶13), the bill
+(¶9, ¶12) and the debt certificate (¶11). Services build these and store ``to_json()`` in the
+document's ``snapshot`` field; documents and pages read them back with ``from_json()``.
+
+The stored JSON keeps the keys and formats it always had (amounts as strings of dollars, dates
+ISO), so rows issued before this schema read the same; keys that old rows lack read as empty."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date
+from decimal import Decimal
+from typing import Any
+
+from .accounts import Statement
+
+
+def _dec(value: Any) -> Decimal | None:
+    return None if value is None or value == "" else Decimal(str(value))
+
+
+def _day(value: Any) -> date | None:
+    return date.fromisoformat(value) if value else None
+
+
+def _str(value: Decimal | None) -> str | None:
+    return None if value is None else str(value)
+
+
+def _iso(value: date | None) -> str | None:
+    return None if value is None else value.isoformat()
+
+
+# --- Receipt -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ReceiptApplication:
+    """¶9: what one payment paid on one charge, with the roll's figures of that charge's year."""
+
+    description: str
+    fiscal_year: str
+    number: int | None
+    kind: str
+    om_charge: Decimal | None  # the parcel's O&M charge for the whole fiscal year (¶6, ¶9)
+    credit_percent: Decimal | None  # ¶7
+    credit: Decimal | None  # the year's credit for ceded water rights (¶7, ¶9)
+    net: Decimal | None  # the year's net charge, split in two installments (¶12)
+    principal: Decimal  # this charge (the installment)
+    due_date: date | None
+    last_day_to_pay: date | None
+    surcharge: Decimal  # surcharge paid by this payment (¶12)
+    surcharge_basis: str
+    principal_paid: Decimal
+    balance_after: Decimal
+
+    @property
+    def paid(self) -> Decimal:
+        return self.surcharge + self.principal_paid
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "description": self.description,
+            "fiscal_year": self.fiscal_year,
+            "number": self.number,
+            "kind": self.kind,
+            "om_charge": _str(self.om_charge),
+            "credit_percent": _str(self.credit_percent),
+            "credit": _str(self.credit),
+            "net": _str(self.net),
+            "principal": str(self.principal),
+            "due_date": _iso(self.due_date),
+            "last_day_to_pay": _iso(self.last_day_to_pay),
+            "surcharge": str(self.surcharge),
+            "surcharge_basis": self.surcharge_basis,
+            "principal_paid": str(self.principal_paid),
+            "balance_after": str(self.balance_after),
+        }
+
+    @classmethod
+    def from_json(cls, item: dict[str, Any]) -> ReceiptApplication:
+        return cls(
+            description=item["description"], fiscal_year=item["fiscal_year"], number=item.get("number"), kind=item.get("kind", ""),
+            om_charge=_dec(item.get("om_charge")), credit_percent=_dec(item.get("credit_percent")), credit=_dec(item.get("credit")),
+            net=_dec(item.get("net")), principal=Decimal(item["principal"]), due_date=_day(item.get("due_date")),
+            last_day_to_pay=_day(item.get("last_day_to_pay")), surcharge=Decimal(item["surcharge"]),
+            surcharge_basis=item.get("surcharge_basis", ""), principal_paid=Decimal(item["principal_paid"]),
+            balance_after=Decimal(item["balance_after"]),
+        )
+
+
+@dataclass(frozen=True)
+class ReceiptSnapshot:
+    """¶9, ¶13: the receipt as issued: the parcel and payer, the office, the payment, what it paid
+    on each charge and the account right after it."""
+
+    parcel_id: str
+    owner_name: str
+    owner_key: str
+    gravity_acres: Decimal
+    pumped_acres: Decimal
+    equivalent_acres: Decimal
+    office_code: str
+    office_name: str
+    collector: str
+    paid_on: date
+    amount: Decimal
+    method: str
+    reference: str
+    applications: tuple[ReceiptApplication, ...]
+    credit_balance: Decimal
+    total_due_after: Decimal
+    total_balance_after: Decimal
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "parcel_id": self.parcel_id,
+            "owner_name": self.owner_name,
+            "owner_key": self.owner_key,
+            "gravity_acres": str(self.gravity_acres),
+            "pumped_acres": str(self.pumped_acres),
+            "equivalent_acres": str(self.equivalent_acres),
+            "office": {"code": self.office_code, "name": self.office_name},
+            "collector": self.collector,
+            "paid_on": self.paid_on.isoformat(),
+            "amount": str(self.amount),
+            "method": self.method,
+            "reference": self.reference,
+            "applications": [application.to_json() for application in self.applications],
+            "credit_balance": str(self.credit_balance),
+            "total_due_after": str(self.total_due_after),
+            "total_balance_after": str(self.total_balance_after),
+        }
+
+    @classmethod
+    def from_json(cls, snap: dict[str, Any]) -> ReceiptSnapshot:
+        return cls(
+            parcel_id=snap["parcel_id"], owner_name=snap["owner_name"], owner_key=snap.get("owner_key", ""),
+            gravity_acres=Decimal(snap["gravity_acres"]), pumped_acres=Decimal(snap["pumped_acres"]),
+            equivalent_acres=Decimal(snap["equivalent_acres"]), office_code=snap["office"]["code"],
+            office_name=snap["office"]["name"], collector=snap.get("collector", ""), paid_on=date.fromisoformat(snap["paid_on"]),
+            amount=Decimal(snap["amount"]), method=snap["method"], reference=snap.get("reference", ""),
+            applications=tuple(ReceiptApplication.from_json(item) for item in snap.get("applications", [])),
+            credit_balance=Decimal(snap["credit_balance"]), total_due_after=Decimal(snap["total_due_after"]),
+            total_balance_after=Decimal(snap["total_balance_after"]),
+        )
+
+
+# --- Bill --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BillSnapshot:
+    """¶9, ¶12: what a bill prints, frozen as of its issue date: the roll's figures of the parcel,
+    the installment and its account as of that day."""
+
+    parcel_id: str
+    owner_name: str
+    owner_key: str
+    gravity_acres: Decimal
+    pumped_acres: Decimal
+    equivalent_acres: Decimal
+    fiscal_year: str
+    number: int | None
+    description: str
+    om_charge: Decimal
+    credit_percent: Decimal
+    credit: Decimal
+    net: Decimal
+    first_installment: Decimal
+    second_installment: Decimal
+    principal: Decimal
+    due_date: date
+    last_day_to_pay: date
+    as_of: date
+    surcharge: Decimal
+    surcharge_groups: tuple[tuple[int, str], ...]  # ¶12: runs of (months, unpaid principal)
+    surcharge_rate: Decimal
+    grace_days: int
+    paid: Decimal
+    balance: Decimal
+    total_due: Decimal
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "parcel_id": self.parcel_id,
+            "owner_name": self.owner_name,
+            "owner_key": self.owner_key,
+            "gravity_acres": str(self.gravity_acres),
+            "pumped_acres": str(self.pumped_acres),
+            "equivalent_acres": str(self.equivalent_acres),
+            "fiscal_year": self.fiscal_year,
+            "number": self.number,
+            "description": self.description,
+            "om_charge": str(self.om_charge),
+            "credit_percent": str(self.credit_percent),
+            "credit": str(self.credit),
+            "net": str(self.net),
+            "first_installment": str(self.first_installment),
+            "second_installment": str(self.second_installment),
+            "principal": str(self.principal),
+            "due_date": self.due_date.isoformat(),
+            "last_day_to_pay": self.last_day_to_pay.isoformat(),
+            "as_of": self.as_of.isoformat(),
+            "surcharge": str(self.surcharge),
+            "surcharge_groups": [[months, unpaid] for months, unpaid in self.surcharge_groups],
+            "surcharge_rate": str(self.surcharge_rate),
+            "grace_days": self.grace_days,
+            "paid": str(self.paid),
+            "balance": str(self.balance),
+            "total_due": str(self.total_due),
+        }
+
+    @classmethod
+    def from_json(cls, snap: dict[str, Any]) -> BillSnapshot:
+        return cls(
+            parcel_id=snap["parcel_id"], owner_name=snap["owner_name"], owner_key=snap.get("owner_key", ""),
+            gravity_acres=Decimal(snap["gravity_acres"]), pumped_acres=Decimal(snap["pumped_acres"]),
+            equivalent_acres=Decimal(snap["equivalent_acres"]), fiscal_year=snap["fiscal_year"], number=snap.get("number"),
+            description=snap.get("description", ""), om_charge=Decimal(snap["om_charge"]),
+            credit_percent=Decimal(snap["credit_percent"]), credit=Decimal(snap["credit"]), net=Decimal(snap["net"]),
+            first_installment=Decimal(snap["first_installment"]), second_installment=Decimal(snap["second_installment"]),
+            principal=Decimal(snap["principal"]), due_date=date.fromisoformat(snap["due_date"]),
+            last_day_to_pay=date.fromisoformat(snap["last_day_to_pay"]), as_of=date.fromisoformat(snap["as_of"]),
+            surcharge=Decimal(snap["surcharge"]),
+            surcharge_groups=tuple((int(months), str(unpaid)) for months, unpaid in snap.get("surcharge_groups", [])),
+            surcharge_rate=Decimal(snap["surcharge_rate"]), grace_days=int(snap.get("grace_days", 0)), paid=Decimal(snap["paid"]),
+            balance=Decimal(snap["balance"]), total_due=Decimal(snap["total_due"]),
+        )
+
+
+# --- Debt certificate ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CertificateSnapshot:
+    """¶11: a debt certificate froze the statement as of its date (``Statement.to_json()``) and the
+    owner's name and key at issue."""
+
+    statement: Statement
+    owner_name: str
+    owner_key: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {**self.statement.to_json(), "owner_name": self.owner_name, "owner_key": self.owner_key}
+
+    @classmethod
+    def from_json(cls, snap: dict[str, Any]) -> CertificateSnapshot:
+        return cls(statement=Statement.from_json(snap), owner_name=snap.get("owner_name", ""), owner_key=snap.get("owner_key", ""))
