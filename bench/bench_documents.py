@@ -78,7 +78,8 @@ def main() -> list[tuple[str, str]]:
     from billing import documents
     from billing.services import bills as bill_services
     from billing.services import counter
-    from levy.services import estimate_certify, estimate_enter, levy_compute, roll_finalize
+    from billing.services.installments import roll_finalize
+    from levy.services import estimate_certify, estimate_enter, levy_compute
     from parcels.models import Parcel
     from parcels.services import parcels_import, user_create
 

@@ -63,7 +63,7 @@ def portal_access_code(parcel_id: str, owner_key: str) -> str:
     """The access code of a parcel for the landowner portal, printed on its bills: an HMAC of
     ``"<cadastre number>:<owner key>"`` (``salted_hmac``, salt ``lajas.portal-access``) as ten
     base32 characters, ``XXXXX-XXXXX``. A new owner gets a new code; the claim page
-    (``parcels.portal``) recomputes it with this function."""
+    (``billing.portal``) recomputes it with this function."""
     digest = salted_hmac(PORTAL_SALT, f"{parcel_id}:{owner_key}").digest()
     code = base64.b32encode(digest).decode()[:10].upper()
     return f"{code[:5]}-{code[5:]}"

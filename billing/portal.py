@@ -33,10 +33,12 @@ from django.utils.encoding import force_bytes
 from django.utils.http import urlsafe_base64_encode
 from django.utils.translation import gettext as _
 
-from . import throttle
-from .models import Owner, Parcel
-from .roles import LANDOWNER
-from .services import acting, user_create
+from parcels import throttle
+from parcels.models import Owner, Parcel
+from parcels.roles import LANDOWNER
+from parcels.services import acting, user_create
+
+from .documents import portal_access_code
 
 logger = logging.getLogger("lajas.portal")
 
@@ -60,8 +62,6 @@ def access_code_normalize(code: str) -> str:
 
 def access_code_matches(*, parcel: Parcel, typed: str) -> bool:
     """Constant-time comparison of ``typed`` with the code of the parcel's current owner."""
-    from billing.documents import portal_access_code
-
     expected = access_code_normalize(portal_access_code(parcel.parcel_id, parcel.owner.owner_key))
     # Bytes, not str: compare_digest refuses non-ASCII strings, and the typed code is anything.
     return hmac.compare_digest(access_code_normalize(typed).encode(), expected.encode())

@@ -20,9 +20,10 @@ from django.contrib.auth.password_validation import password_validators_help_tex
 from django.core.exceptions import ValidationError
 from django.utils.translation import gettext_lazy as _
 
-from . import throttle
-from .middleware import client_ip
-from .models import Owner
+from parcels import throttle
+from parcels.middleware import client_ip
+from parcels.models import Owner
+
 from .portal import email_normalize
 
 logger = logging.getLogger("lajas.portal")

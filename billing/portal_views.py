@@ -16,10 +16,11 @@ from django.utils.translation import gettext as _
 from django.views.decorators.cache import never_cache
 from django.views.decorators.debug import sensitive_post_parameters
 
+from parcels.models import Owner
+from parcels.roles import AUTHORITY, role_required
+
 from . import portal
-from .models import Owner
 from .portal_forms import ClaimForm, InviteForm, SetPasswordForm
-from .roles import AUTHORITY, role_required
 
 # AXES is the first backend and only throttles; the account itself authenticates with Django's.
 LOGIN_BACKEND = "django.contrib.auth.backends.ModelBackend"

@@ -48,7 +48,7 @@ PYTHON = str(ROOT / ".venv" / "bin" / "python") if (ROOT / ".venv" / "bin" / "py
 WIDTH = 1280
 MAX_BYTES = 250 * 1024
 
-# The users and passwords seed_demo creates (parcels/management/commands/seed_demo.py).
+# The users and passwords seed_demo creates (billing/management/commands/seed_demo.py).
 PASSWORDS = {
     "autoridad": "Lajas-2026-authority",
     "hacienda": "Lajas-2026-hacienda",

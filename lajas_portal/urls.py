@@ -2,11 +2,12 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
-from parcels import portal_forms
-from parcels import views as parcel_views
+import billing.roll_urls
+import levy.urls
+from billing import home_views, portal_forms
 
 urlpatterns = [
-    path("", parcel_views.home, name="home"),
+    path("", home_views.home, name="home"),
     path("cuenta/entrar/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
     path("cuenta/salir/", auth_views.LogoutView.as_view(), name="logout"),
     path("cuenta/clave/olvido/", auth_views.PasswordResetView.as_view(
@@ -19,10 +20,12 @@ urlpatterns = [
     ), name="password_reset_confirm"),
     path("cuenta/clave/lista/", auth_views.PasswordResetCompleteView.as_view(), name="password_reset_complete"),
     path("cuenta/", include("parcels.account_urls")),
-    path("portal/", include("parcels.portal_urls")),
+    path("portal/", include("billing.portal_urls")),
     path("i18n/", include("django.conf.urls.i18n")),
     path("admin/", admin.site.urls),
-    path("contribucion/", include("levy.urls")),
+    # The levy's pages and, in the same ``levy`` namespace, the roll's finalization and corrections
+    # (billing's, since they create charges): levy imports nothing of billing.
+    path("contribucion/", include((levy.urls.urlpatterns + billing.roll_urls.urlpatterns, "levy"))),
     path("colecturia/", include("billing.urls")),
     path("cobros/", include("billing.hacienda_urls")),
     path("verificar/", include("billing.verify_urls")),

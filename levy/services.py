@@ -1,11 +1,12 @@
 """Write paths of the yearly levy: one atomic service per action, each checking the acting
-user's role and recording who acted (``estimate_enter``, ``estimate_certify``, ``levy_compute``,
-``roll_finalize``, ``roll_correction_create``). The arithmetic lives in ``levy.rules``."""
+user's role and recording who acted (``estimate_enter``, ``estimate_certify``, ``levy_compute``).
+The arithmetic lives in ``levy.rules``. Finalizing the roll and correcting a final roll line
+create charges, so they are billing's (``billing.services.installments.roll_finalize``,
+``billing.services.corrections.roll_correction_create``): levy imports nothing of billing."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import date
 from decimal import Decimal
 from typing import Any
 
@@ -18,7 +19,7 @@ from parcels.models import Parcel
 from parcels.roles import AUTHORITY, HACIENDA, has_role
 
 from . import rules
-from .models import Estimate, FiscalYear, LegalParameterSet, Levy, RollCorrection, RollLine
+from .models import Estimate, FiscalYear, LegalParameterSet, Levy, RollLine
 
 ZERO = Decimal("0.00")
 ROLL_LINE_COLUMNS = (
@@ -43,7 +44,7 @@ class LevyComputeBusy(LevyError):
         self.job = busy.job
 
 
-def _require_role(user: Any, role: str) -> None:
+def require_role(user: Any, role: str) -> None:
     if user is None or not has_role(user, role):
         raise LevyError(_("El usuario %(u)s no tiene el rol %(r)s.") % {"u": getattr(user, "username", None), "r": role})
 
@@ -92,7 +93,7 @@ def estimate_enter(
 
     Replacing certified estimates needs a reason and withdraws the certification; a year whose
     roll is finalized refuses."""
-    _require_role(acting_user, AUTHORITY)
+    require_role(acting_user, AUTHORITY)
     year = fiscal_year_get(fiscal_year, create=True)
     year = FiscalYear.objects.select_for_update().get(pk=year.pk)
     if final_levy(year):
@@ -131,7 +132,7 @@ def estimate_enter(
 @transaction.atomic
 def estimate_certify(*, acting_user: Any, fiscal_year: str) -> Estimate:
     """¶1(1), ¶3: the Authority certifies the year's estimates to the Secretary, exactly as entered."""
-    _require_role(acting_user, AUTHORITY)
+    require_role(acting_user, AUTHORITY)
     year = fiscal_year_get(fiscal_year)
     estimate = year.estimates.select_for_update().exclude(status=Estimate.Status.WITHDRAWN).first()
     if estimate is None:
@@ -207,7 +208,7 @@ def levy_compute_start(*, acting_user: Any, fiscal_year: str) -> Any:
     running one, since when and how far it is (``LevyComputeBusy``)."""
     from parcels.jobs import JobBusy, job_defer
 
-    _require_role(acting_user, HACIENDA)
+    require_role(acting_user, HACIENDA)
     try:
         return job_defer(kind=LEVY_COMPUTE, key=fiscal_year, payload={"fiscal_year": fiscal_year}, acting_user=acting_user,
                          what=_("el cálculo del padrón de %(y)s") % {"y": fiscal_year})
@@ -219,7 +220,7 @@ def levy_compute_start(*, acting_user: Any, fiscal_year: str) -> Any:
 def levy_compute(*, acting_user: Any, fiscal_year: str, progress: Callable[[int, int], None] | None = None) -> Levy:
     """¶1–¶10: a Hacienda officer computes the draft levy and roll from the certified estimates and
     the registry as it is now. Replaces any earlier draft; refuses a finalized year."""
-    _require_role(acting_user, HACIENDA)
+    require_role(acting_user, HACIENDA)
     year = fiscal_year_get(fiscal_year)
     year = FiscalYear.objects.select_for_update().get(pk=year.pk)
     if final_levy(year):
@@ -256,62 +257,3 @@ def levy_compute(*, acting_user: Any, fiscal_year: str, progress: Callable[[int,
 
     copy_insert(RollLine, ROLL_LINE_COLUMNS, rows())
     return levy
-
-
-@transaction.atomic
-def roll_finalize(*, acting_user: Any, fiscal_year: str, today: date | None = None) -> Levy:
-    """¶11: a Hacienda officer who did not certify the estimates finalizes the roll. Due by July 1;
-    a late finalization is allowed and recorded as late. Refuses when the registry changed since
-    the roll was computed, or when the estimates were replaced."""
-    _require_role(acting_user, HACIENDA)
-    year = fiscal_year_get(fiscal_year)
-    year = FiscalYear.objects.select_for_update().get(pk=year.pk)
-    if final_levy(year):
-        raise LevyError(_("El padrón de %(y)s ya está finalizado.") % {"y": year.label})
-    levy = draft_levy(year)
-    if levy is None:
-        raise LevyError(_("No hay un padrón calculado para %(y)s: calcule primero.") % {"y": year.label})
-    estimate = levy.estimate
-    if estimate.status != Estimate.Status.CERTIFIED:
-        raise LevyError(_("Los estimados cambiaron desde el cálculo: calcule de nuevo."))
-    if estimate.certified_by_id == acting_user.pk:
-        raise LevyError(_("Quien certificó los estimados no puede finalizar el padrón."))
-    if registry_fingerprint() != levy.registry_fingerprint:
-        raise LevyError(_("El registro de predios cambió desde el cálculo del padrón: calcule de nuevo."))
-    on = today or timezone.localdate()
-    levy.status = Levy.Status.FINAL
-    levy.finalized_by = acting_user
-    levy.finalized_at = timezone.now()
-    levy.finalized_on = on
-    levy.finalized_late = on > year.roll_deadline
-    levy.save(update_fields=["status", "finalized_by", "finalized_at", "finalized_on", "finalized_late"])
-    from billing.services.installments import installments_issue  # billing builds on the finalized roll
-
-    installments_issue(acting_user=acting_user, levy=levy)
-    return levy
-
-
-@transaction.atomic
-def roll_correction_create(
-    *, acting_user: Any, roll_line: RollLine, om_charge_delta: Decimal, credit_delta: Decimal, reason: str, due_date: date,
-) -> RollCorrection:
-    """¶9, ¶11: a supplementary entry after finalization, referencing the line it corrects."""
-    _require_role(acting_user, HACIENDA)
-    if not roll_line.levy.is_final:
-        raise LevyError(_("Solo se corrige un padrón finalizado; un borrador se calcula de nuevo."))
-    if not reason.strip():
-        raise LevyError(_("Una corrección requiere una razón."))
-    om_delta = Decimal(str(om_charge_delta)).quantize(rules.CENT)
-    credit = Decimal(str(credit_delta)).quantize(rules.CENT)
-    if om_delta == 0 and credit == 0:
-        raise LevyError(_("Una corrección debe cambiar el cargo o el crédito."))
-    correction = RollCorrection(
-        roll_line=roll_line, om_charge_delta=om_delta, credit_delta=credit, net_delta=om_delta - credit,
-        reason=reason.strip(), due_date=due_date, created_by=acting_user,
-    )
-    correction.full_clean()
-    correction.save()
-    from billing.services.corrections import correction_post  # billed and reconciled as its own charge
-
-    correction_post(acting_user=acting_user, correction=correction)
-    return correction

@@ -17,7 +17,7 @@ class FiscalYearConverter:
 
 register_converter(FiscalYearConverter, "fiscal_year")
 
-app_name = "levy"
+app_name = "levy"  # the project URLconf adds billing.roll_urls (finalize, corrections) to this namespace
 urlpatterns = [
     path("", views.year_list, name="year-list"),
     path("nuevo/", views.year_start, name="year-start"),
@@ -27,8 +27,6 @@ urlpatterns = [
     path("<fiscal_year:year>/hoja/", views.worksheet, name="worksheet"),
     path("<fiscal_year:year>/calcular/", views.compute, name="compute"),
     path("<fiscal_year:year>/calcular/<int:pk>/", views.compute_progress, name="compute-progress"),
-    path("<fiscal_year:year>/finalizar/", views.finalize, name="finalize"),
     path("<fiscal_year:year>/padron/", views.roll, name="roll"),
     path("<fiscal_year:year>/simulacion/", views.whatif, name="whatif"),
-    path("<fiscal_year:year>/correcciones/", views.corrections, name="corrections"),
 ]

@@ -15,7 +15,7 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.utils import formats, timezone
+from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_POST
@@ -27,8 +27,8 @@ from parcels.roles import AUDITOR, AUTHORITY, HACIENDA, STAFF_ROLES, has_role, r
 from . import charts, rules, selectors, services
 from .exports import ROLL_COLUMNS, levy_summary, roll_rows, safe_cell
 from .filters import REASON_SHORT
-from .forms import CorrectionForm, EstimateForm, FiscalYearForm, WhatIfForm
-from .models import Estimate, FiscalYear, LegalParameterSet, Levy, RollCorrection, RollLine
+from .forms import EstimateForm, FiscalYearForm, WhatIfForm
+from .models import Estimate, FiscalYear, LegalParameterSet, Levy, RollLine
 from .services import LEVY_COMPUTE
 
 YEAR_READERS = (AUTHORITY, HACIENDA, AUDITOR)
@@ -304,28 +304,6 @@ def compute_progress(request: HttpRequest, year: str, pk: int) -> HttpResponse:
     })
 
 
-@require_POST
-@role_required(HACIENDA)
-def finalize(request: HttpRequest, year: str) -> HttpResponse:
-    label = _label(year)
-    if request.POST.get("confirm") != "yes":
-        messages.error(request, _("Marque la casilla de confirmación: un padrón finalizado no se puede cambiar (¶11)."))
-        return redirect("levy:worksheet", year=label)
-    try:
-        levy = services.roll_finalize(acting_user=request.user, fiscal_year=label)
-    except services.LevyError as exc:
-        messages.error(request, str(exc))
-    else:
-        message = _("Padrón de %(y)s finalizado el %(d)s por %(u)s.") % {
-            "y": label, "d": formats.date_format(levy.finalized_on, "SHORT_DATE_FORMAT"), "u": levy.finalized_by.get_username()}
-        if levy.finalized_late:
-            message += " " + _("Se finalizó después del 1 de julio (¶11): consta como tardío.")
-            messages.warning(request, message)
-        else:
-            messages.success(request, message)
-    return redirect("levy:worksheet", year=label)
-
-
 # ---------------------------------------------------------------------------------------------
 # 4. The roll (¶7, ¶9, ¶12) and its exports
 # ---------------------------------------------------------------------------------------------
@@ -559,38 +537,3 @@ def parameters(request: HttpRequest) -> HttpResponse:
             rows.append((field.verbose_name, display, field.name))
         shown.append({"set": parameter_set, "rows": rows, "in_force": parameter_set == in_force})
     return render(request, "levy/parameters.html", {"sets": shown, "today": today})
-
-
-@role_required(HACIENDA, AUDITOR)
-def corrections(request: HttpRequest, year: str) -> HttpResponse:
-    """Supplementary entries on the finalized roll: each references its line, with a reason and its
-    own due date, and is billed and reconciled apart from the original roll (¶9, ¶11)."""
-    fiscal_year = _year_or_404(year)
-    levy = services.final_levy(fiscal_year)
-    form = CorrectionForm(request.POST or None)
-    if request.method == "POST":
-        if not has_role(request.user, HACIENDA):
-            raise PermissionDenied
-        if levy is None:
-            form.add_error(None, _("El padrón de este año no está finalizado."))
-        elif form.is_valid():
-            line = RollLine.objects.filter(levy=levy, parcel_code=form.cleaned_data["parcel_id"]).first()
-            if line is None:
-                form.add_error("parcel_id", _("Ese predio no está en el padrón de %(y)s.") % {"y": fiscal_year.label})
-            else:
-                try:
-                    services.roll_correction_create(
-                        acting_user=request.user, roll_line=line, om_charge_delta=form.cleaned_data["om_charge_delta"],
-                        credit_delta=form.cleaned_data["credit_delta"], reason=form.cleaned_data["reason"],
-                        due_date=form.cleaned_data["due_date"],
-                    )
-                except services.LevyError as exc:
-                    form.add_error(None, str(exc))
-                else:
-                    messages.success(request, _("Corrección registrada y cargada a la cuenta del predio."))
-                    return redirect("levy:corrections", year=fiscal_year.label)
-    entries = (
-        RollCorrection.objects.filter(roll_line__levy=levy).select_related("roll_line", "created_by").order_by("-created_at")
-        if levy else RollCorrection.objects.none()
-    )
-    return render(request, "levy/corrections.html", {"form": form, "levy": levy, "label": fiscal_year.label, "entries": entries})

@@ -11,65 +11,20 @@ from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
-from billing import accounts
-
 from . import selectors, services
-from .access import get_parcel_for_user, owner_ids_for_user
+from .access import get_parcel_for_user
 from .forms import ImportUploadForm, OwnerForm, ParcelForm, TransferForm
 from .imports import template_csv
 from .models import AccessEvent, ImportUpload, Job, Owner, Parcel
-from .roles import AUDITOR, AUTHORITY, COLLECTOR, HACIENDA, LANDOWNER, STAFF_ROLES, SUPERVISOR, has_role, role_required
+from .roles import AUDITOR, AUTHORITY, COLLECTOR, HACIENDA, STAFF_ROLES, SUPERVISOR, has_role, role_required
 from .search import owners_matching
 
 REGISTRY_READERS = (AUTHORITY, HACIENDA, COLLECTOR, SUPERVISOR, AUDITOR)
 PAGE_SIZE = 50
 CHANGES = "changes"  # the audit page's event type for the registry history (the rest are AccessEvent kinds)
-
-
-def _landowner_rows(parcels: list[Parcel]) -> list[dict]:
-    """Each of a landowner's parcels with what it owes today (¶13) and its next payment: the
-    oldest charge with a balance, by its last day to pay (¶12)."""
-
-    today = timezone.localdate()
-    states = accounts.account_states(parcels=parcels, as_of=today)
-    rows = []
-    for parcel in parcels:
-        state = states[parcel.pk].state
-        unpaid = sorted((c for c in state.charges if c.balance > 0), key=lambda c: (c.last_day, c.key))
-        rows.append({"parcel": parcel, "owed_now": state.total_due, "next": unpaid[0] if unpaid else None,
-                     "late": bool(unpaid) and unpaid[0].last_day < today})
-    return rows
-
-
-@login_required
-def home(request: HttpRequest) -> HttpResponse:
-    if has_role(request.user, *STAFF_ROLES):
-        return render(request, "parcels/home_staff.html", {
-            "parcel_count": Parcel.objects.count(),
-            "permanent_count": Parcel.objects.filter(inclusion=Parcel.Inclusion.PERMANENT).count(),
-        })
-    if has_role(request.user, LANDOWNER):
-        from billing.models import Receipt
-
-        parcels = Parcel.objects.filter(owner_id__in=owner_ids_for_user(request.user)).select_related("owner")
-        account = getattr(request.user, "owner_account", None)
-        receipts = (
-            Receipt.objects.filter(snapshot__owner_key=account.owner.owner_key).select_related("office", "payment")
-            .order_by("-issued_at")[:20] if account else []
-        )
-        from billing.accounts import delinquency_parameters
-        from billing.wording import rate_label
-
-        params = delinquency_parameters(timezone.localdate())
-        return render(request, "parcels/home_landowner.html", {
-            "rows": _landowner_rows(list(parcels)), "receipts": receipts, "grace_days": params.grace_days,
-            "rate": rate_label(params.surcharge_rate),
-        })
-    return render(request, "parcels/home_norole.html", status=403)
 
 
 @role_required(*REGISTRY_READERS)

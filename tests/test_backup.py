@@ -21,8 +21,8 @@ from django.core.management.base import CommandError
 from django.db import connection
 
 from billing import books
+from billing.management.commands import backup
 from billing.models import BillBatchPart
-from parcels.management.commands import backup
 from tests.databases import child_env
 from tests.test_books import build_books, district_1, staff  # noqa: F401 (fixtures)
 

@@ -14,8 +14,8 @@ import pytest
 from billing import books
 from billing.models import Charge, IssuedDocument, LedgerEntry, Receipt
 from billing.services import bills, collection, counter
+from billing.services.corrections import roll_correction_create
 from levy.models import RollLine
-from levy.services import roll_correction_create
 from parcels.models import Parcel
 from tests.billing import conftest as billing_fixtures
 from tests.commands import run_command

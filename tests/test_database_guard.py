@@ -21,10 +21,10 @@ from django.core.management.base import CommandError
 from django.db import connection, transaction
 from django.db.utils import DatabaseError
 
+from billing.management.commands import backup
 from billing.models import BooksCheck, Charge, Office
 from billing.services import books_checks, counter
 from parcels.database import RoleError, app_role_grant
-from parcels.management.commands import backup
 from parcels.models import AccessEvent, Parcel
 from parcels.second_factor import second_factor_reset
 from parcels.services import access_event_record, owner_create, parcel_transfer

@@ -12,7 +12,7 @@ import pytest
 from django.conf import settings
 from django.db import connection
 
-from parcels.management.commands import backup
+from billing.management.commands import backup
 from tests.databases import child_env, database_url, libpq_env
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -22,9 +22,10 @@ from django.db.models import Sum
 
 from billing import documents, services
 from billing.models import IssuedDocument, LedgerEntry, Payment, Receipt, ReceiptSeries
+from billing.services.installments import roll_finalize
 from levy import services as levy_services
 from levy.models import FiscalYear, Levy, RollLine
-from levy.services import estimate_certify, estimate_enter, levy_compute, roll_finalize
+from levy.services import estimate_certify, estimate_enter, levy_compute
 from parcels import jobs
 from parcels.models import Job, Parcel
 from tests.conftest import EXAMPLE_1, run_async

@@ -27,10 +27,10 @@ from django.test import RequestFactory
 from django.urls import reverse
 
 from billing import accounts
+from billing.portal import CLAIM_FAILURE_LIMIT
+from billing.portal_forms import PASSWORD_RESET_PER_CLIENT, PASSWORD_RESET_PER_EMAIL
 from lajas_portal.settings import cache_settings
 from parcels.middleware import client_ip
-from parcels.portal import CLAIM_FAILURE_LIMIT
-from parcels.portal_forms import PASSWORD_RESET_PER_CLIENT, PASSWORD_RESET_PER_EMAIL
 from parcels.services import user_create
 from tests.conftest import PASSWORD
 from tests.otp import Client
@@ -98,7 +98,7 @@ def test_claim_failures_in_another_process_count_toward_the_same_limit(seed_rows
     for _ in range(CLAIM_FAILURE_LIMIT - 2):
         assert "no coinciden" in claim(client, WRONG_CODE).content.decode()
     codes = in_another_process(
-        "from parcels import portal\n"
+        "from billing import portal\n"
         "for _ in range(2):\n"
         "    try:\n"
         "        portal.account_claim(parcel_id='laj-a1', access_code='AAAAA-AAAAA', email='x@example.pr',"
@@ -176,7 +176,7 @@ def test_with_cache_url_the_throttles_hold_across_processes_in_redis(seed_rows, 
         cursor.execute(f"SELECT count(*) FROM {cache_settings('')['LOCATION']}")
         assert cursor.fetchone() == (0,)
     done = subprocess.run([sys.executable, "manage.py", "shell", "--no-imports", "-c",
-                           "from parcels import portal\n"
+                           "from billing import portal\n"
                            "try:\n"
                            "    portal.account_claim(parcel_id='LAJ-A1', access_code='AAAAA-AAAAA', email='x@example.pr',"
                            " password='Riego-Valle-Lajas-2026')\n"
@@ -429,7 +429,8 @@ def hacienda_client(make_parcel, owner_a, users):
     from datetime import date
     from decimal import Decimal
 
-    from levy.services import estimate_certify, estimate_enter, levy_compute, roll_finalize
+    from billing.services.installments import roll_finalize
+    from levy.services import estimate_certify, estimate_enter, levy_compute
     from tests.conftest import EXAMPLE_1
 
     for parcel_id, gravity in EXAMPLE_1:

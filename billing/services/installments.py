@@ -1,15 +1,18 @@
-"""¶9, ¶11, ¶12: the installments of a finalized roll."""
+"""¶11, ¶9, ¶12: finalizing the roll, and the July and January installments it issues."""
 
 from __future__ import annotations
 
+from datetime import date
 from typing import Any
 
 from django.db import connection, transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from levy.models import LegalParameterSet, Levy, RollLine
+from levy.models import Estimate, FiscalYear, LegalParameterSet, Levy, RollLine
+from levy.services import LevyError, draft_levy, final_levy, fiscal_year_get, registry_fingerprint, require_role
 from parcels.bulk import copy_insert
+from parcels.roles import HACIENDA
 
 from .. import rules
 from ..accounts import due_and_last_day
@@ -63,3 +66,35 @@ def installments_issue(*, acting_user: Any, levy: Levy) -> int:
             [acting_user.pk, now, levy.pk],
         )
     return len(rows)
+
+
+@transaction.atomic
+def roll_finalize(*, acting_user: Any, fiscal_year: str, today: date | None = None) -> Levy:
+    """¶11: a Hacienda officer who did not certify the estimates finalizes the roll. Due by July 1;
+    a late finalization is allowed and recorded as late. Refuses when the registry changed since
+    the roll was computed, or when the estimates were replaced."""
+    require_role(acting_user, HACIENDA)
+    year = fiscal_year_get(fiscal_year)
+    year = FiscalYear.objects.select_for_update().get(pk=year.pk)
+    if final_levy(year):
+        raise LevyError(_("El padrón de %(y)s ya está finalizado.") % {"y": year.label})
+    levy = draft_levy(year)
+    if levy is None:
+        raise LevyError(_("No hay un padrón calculado para %(y)s: calcule primero.") % {"y": year.label})
+    estimate = levy.estimate
+    if estimate.status != Estimate.Status.CERTIFIED:
+        raise LevyError(_("Los estimados cambiaron desde el cálculo: calcule de nuevo."))
+    if estimate.certified_by_id == acting_user.pk:
+        raise LevyError(_("Quien certificó los estimados no puede finalizar el padrón."))
+    if registry_fingerprint() != levy.registry_fingerprint:
+        raise LevyError(_("El registro de predios cambió desde el cálculo del padrón: calcule de nuevo."))
+    on = today or timezone.localdate()
+    levy.status = Levy.Status.FINAL
+    levy.finalized_by = acting_user
+    levy.finalized_at = timezone.now()
+    levy.finalized_on = on
+    levy.finalized_late = on > year.roll_deadline
+    levy.save(update_fields=["status", "finalized_by", "finalized_at", "finalized_on", "finalized_late"])
+    # Billing builds on the finalized roll, in the same transaction.
+    installments_issue(acting_user=acting_user, levy=levy)
+    return levy

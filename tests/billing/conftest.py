@@ -8,7 +8,8 @@ from decimal import Decimal
 
 import pytest
 
-from levy.services import estimate_certify, estimate_enter, levy_compute, roll_finalize
+from billing.services.installments import roll_finalize
+from levy.services import estimate_certify, estimate_enter, levy_compute
 from tests.commands import run_command
 from tests.conftest import EXAMPLE_1
 

@@ -20,9 +20,9 @@ from django.db import DatabaseError, connection, transaction
 from procrastinate.contrib.django import app
 
 from billing import books_views, tasks
+from billing.management.commands import backup
 from billing.models import BooksCheck, LedgerEntry
 from billing.services import books_checks
-from parcels.management.commands import backup
 from tests.billing.conftest import district_1, staff  # noqa: F401
 from tests.commands import run_command
 from tests.test_books import build_books

@@ -24,7 +24,8 @@ from billing import bulk
 from billing.errors import BillingError
 from billing.models import Bill, BillBatch, Charge, IssuedDocument
 from billing.services import bills as bill_services
-from levy.services import estimate_certify, estimate_enter, levy_compute, roll_finalize
+from billing.services.installments import roll_finalize
+from levy.services import estimate_certify, estimate_enter, levy_compute
 from parcels.models import Job
 from parcels.services import parcels_import, user_create
 from tests.workers import run_worker

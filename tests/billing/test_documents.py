@@ -21,8 +21,9 @@ from billing import bulk, documents, pdf
 from billing.errors import BillingError
 from billing.models import Bill, BillBatch, BillBatchPart, Charge, IssuedDocument
 from billing.services import bills, counter
+from billing.services.installments import roll_finalize
 from levy.models import Levy, RollLine
-from levy.services import estimate_certify, estimate_enter, levy_compute, roll_finalize
+from levy.services import estimate_certify, estimate_enter, levy_compute
 from parcels.models import Job, Parcel
 from tests.billing.conftest import billing_cmd
 from tests.known_codes import ACCESS_CODES, TEST_SECRET_KEY, VERIFICATION_CODES

@@ -14,7 +14,8 @@ from django.utils import timezone
 
 from billing.models import Payment, Receipt
 from billing.services import counter
-from levy.services import estimate_certify, estimate_enter, levy_compute, roll_finalize
+from billing.services.installments import roll_finalize
+from levy.services import estimate_certify, estimate_enter, levy_compute
 from parcels.models import Parcel
 from parcels.roles import ROLES
 from tests.conftest import EXAMPLE_1

@@ -116,7 +116,8 @@ def _finalized_district() -> None:
     """Worked example 1, finalized on time for 2026-2027 (installments issued)."""
     from django.contrib.auth import get_user_model
 
-    from levy.services import levy_compute, roll_finalize
+    from billing.services.installments import roll_finalize
+    from levy.services import levy_compute
 
     _registry_and_certified_estimates()
     user_create(username="u_hac_a", role="hacienda", password=PASSWORD)

@@ -11,10 +11,11 @@ from decimal import Decimal
 import pytest
 from django.urls import reverse
 
+from billing.services.installments import roll_finalize
 from levy import rules
 from levy.exports import ROLL_COLUMNS
 from levy.models import Estimate, FiscalYear, Levy, RollLine
-from levy.services import estimate_certify, estimate_enter, levy_compute, roll_finalize
+from levy.services import estimate_certify, estimate_enter, levy_compute
 from levy.views import WORKSHEET_LINES
 from parcels.models import Job, Parcel
 from parcels.roles import ROLES

@@ -11,8 +11,9 @@ from decimal import Decimal
 import pytest
 from django.db import DatabaseError, connection, transaction
 
+from billing.services.installments import roll_finalize
 from levy.models import Estimate, Levy, RollLine
-from levy.services import LevyError, estimate_certify, estimate_enter, levy_compute, roll_finalize
+from levy.services import LevyError, estimate_certify, estimate_enter, levy_compute
 from tests.commands import run_command
 
 

@@ -13,7 +13,7 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from parcels.portal import CLAIM_FAILURE_LIMIT, CLAIM_WINDOW_SECONDS
+from billing.portal import CLAIM_FAILURE_LIMIT, CLAIM_WINDOW_SECONDS
 from parcels.roles import ROLES
 from parcels.services import parcel_transfer, user_create
 from tests.known_codes import ACCESS_CODES, TEST_SECRET_KEY

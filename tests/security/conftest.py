@@ -85,7 +85,8 @@ class _NoProgress:
 def _build() -> World:
     from billing import bulk
     from billing.models import Charge
-    from levy.services import estimate_certify, estimate_enter, levy_compute, levy_compute_start, roll_finalize
+    from billing.services.installments import roll_finalize
+    from levy.services import estimate_certify, estimate_enter, levy_compute, levy_compute_start
     from parcels.services import import_upload_create, owner_create, parcel_create, user_create
     from parcels.tasks import parse_upload
 

@@ -1,9 +1,18 @@
+import random
 import time
+from datetime import date, timedelta
+from decimal import Decimal
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
+from billing.accounts import account_state
+from billing.models import Payment
+from billing.services.counter import payment_record
+from billing.services.installments import roll_finalize
+from levy.models import FiscalYear
+from levy.services import estimate_certify, estimate_enter, levy_compute
 from parcels.demo import demo_csv
 from parcels.models import Owner, Parcel
 from parcels.roles import STAFF_ROLES
@@ -75,15 +84,6 @@ class Command(BaseCommand):
     def seed_levy_and_payments(self) -> None:
         """The 2026-2027 levy, certified, computed and finalized on time, and a season of
         payments at the counter: most July halves on time, some late, some still unpaid."""
-        import random
-        from datetime import date, timedelta
-        from decimal import Decimal
-
-        from billing.accounts import account_state
-        from billing.models import Payment
-        from billing.services.counter import payment_record
-        from levy.models import FiscalYear
-        from levy.services import estimate_certify, estimate_enter, levy_compute, roll_finalize
 
         started = self.step(3, "the 2026-2027 levy: estimates certified, roll computed and finalized")
         if FiscalYear.objects.exists():

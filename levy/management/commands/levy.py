@@ -7,6 +7,7 @@ import json
 from decimal import Decimal, InvalidOperation
 
 from django.contrib.auth import get_user_model
+from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from levy import services
@@ -97,33 +98,16 @@ class Command(BaseCommand):
         levy = services.levy_compute(acting_user=self.user(options), fiscal_year=fiscal_year)
         self.write_worksheet(levy)
 
+    # Finalizing and correcting create charges: billing's ``roll`` command does them (called by
+    # name, so levy imports nothing of billing); the arguments are the same.
     def do_finalize(self, fiscal_year: str, options: dict) -> None:
-        levy = services.roll_finalize(acting_user=self.user(options), fiscal_year=fiscal_year)
-        late = " (late: after July 1, ¶11)" if levy.finalized_late else ""
-        self.stdout.write(f"roll for {fiscal_year} finalized on {levy.finalized_on.isoformat()} by {levy.finalized_by.username}{late}")
+        call_command("roll", "finalize", "--fiscal-year", fiscal_year, "--user", options["user"], stdout=self.stdout,
+                     stderr=self.stderr)
 
     def do_correct(self, fiscal_year: str, options: dict) -> None:
-        from datetime import date
-
-        from levy.models import RollLine
-
-        year = services.fiscal_year_get(fiscal_year)
-        levy = services.final_levy(year)
-        if levy is None:
-            raise CommandError(f"the roll of {fiscal_year} is not finalized")
-        line = RollLine.objects.filter(levy=levy, parcel_code=options["parcel"]).first()
-        if line is None:
-            raise CommandError(f"parcel {options['parcel']!r} is not on the {fiscal_year} roll")
-        try:
-            due = date.fromisoformat(options["due"])
-            deltas = [Decimal(options["om_charge_delta"]), Decimal(options["credit_delta"])]
-        except (ValueError, InvalidOperation):
-            raise CommandError("bad --due date or amount") from None
-        correction = services.roll_correction_create(
-            acting_user=self.user(options), roll_line=line, om_charge_delta=deltas[0], credit_delta=deltas[1],
-            reason=options["reason"], due_date=due,
-        )
-        self.stdout.write(f"correction {correction.pk} on {line.parcel_code}: net {correction.net_delta.amount} due {due.isoformat()}")
+        call_command("roll", "correct", "--fiscal-year", fiscal_year, "--user", options["user"], "--parcel", options["parcel"],
+                     "--om-charge-delta", options["om_charge_delta"], "--credit-delta", options["credit_delta"],
+                     "--reason", options["reason"], "--due", options["due"], stdout=self.stdout, stderr=self.stderr)
 
     def levy(self, fiscal_year: str) -> Levy:
         year = services.fiscal_year_get(fiscal_year)

@@ -1,0 +1,55 @@
+"""The home page (``/``): staff see the registry's counts; a landowner sees each of his parcels
+with what it owes today and its next payment, his latest receipts and the ¶12 terms. It reads
+the accounts, so it lives in billing, at the top of parcels → levy → billing."""
+
+from __future__ import annotations
+
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.utils import timezone
+
+from parcels.access import owner_ids_for_user
+from parcels.models import Parcel
+from parcels.roles import LANDOWNER, STAFF_ROLES, has_role
+
+from .accounts import account_states, delinquency_parameters
+from .models import Receipt
+from .wording import rate_label
+
+
+def _landowner_rows(parcels: list[Parcel]) -> list[dict]:
+    """Each of a landowner's parcels with what it owes today (¶13) and its next payment: the
+    oldest charge with a balance, by its last day to pay (¶12)."""
+
+    today = timezone.localdate()
+    states = account_states(parcels=parcels, as_of=today)
+    rows = []
+    for parcel in parcels:
+        state = states[parcel.pk].state
+        unpaid = sorted((c for c in state.charges if c.balance > 0), key=lambda c: (c.last_day, c.key))
+        rows.append({"parcel": parcel, "owed_now": state.total_due, "next": unpaid[0] if unpaid else None,
+                     "late": bool(unpaid) and unpaid[0].last_day < today})
+    return rows
+
+
+@login_required
+def home(request: HttpRequest) -> HttpResponse:
+    if has_role(request.user, *STAFF_ROLES):
+        return render(request, "parcels/home_staff.html", {
+            "parcel_count": Parcel.objects.count(),
+            "permanent_count": Parcel.objects.filter(inclusion=Parcel.Inclusion.PERMANENT).count(),
+        })
+    if has_role(request.user, LANDOWNER):
+        parcels = Parcel.objects.filter(owner_id__in=owner_ids_for_user(request.user)).select_related("owner")
+        account = getattr(request.user, "owner_account", None)
+        receipts = (
+            Receipt.objects.filter(snapshot__owner_key=account.owner.owner_key).select_related("office", "payment")
+            .order_by("-issued_at")[:20] if account else []
+        )
+        params = delinquency_parameters(timezone.localdate())
+        return render(request, "parcels/home_landowner.html", {
+            "rows": _landowner_rows(list(parcels)), "receipts": receipts, "grace_days": params.grace_days,
+            "rate": rate_label(params.surcharge_rate),
+        })
+    return render(request, "parcels/home_norole.html", status=403)
