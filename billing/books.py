@@ -39,7 +39,10 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
+from django.core.files.storage import default_storage
 from django.db import connections
+
+from .models import BillBatchPart
 
 DEFAULT_LIMIT = 50  # findings listed per check; the rest are summarized in one line
 
@@ -488,10 +491,6 @@ def check_documents(cursor: Any, limit: int) -> list[Finding]:
 
 def check_batch_files(limit: int) -> list[Finding]:
     """Bulk-printing parts live in MEDIA_ROOT: each file is there and hashes as it did when merged."""
-    from django.core.files.storage import default_storage
-
-    from .models import BillBatchPart
-
     wrong = []
     for name, stored in BillBatchPart.objects.values_list("pdf", "sha256").order_by("pk"):
         if not name or not default_storage.exists(name):

@@ -17,13 +17,14 @@ from django.contrib import messages
 from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
 from django.db.models import Prefetch
-from django.http import HttpRequest, HttpResponse
+from django.http import FileResponse, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
 from levy.exports import safe_cell
+from levy.models import FiscalYear
 from parcels import search
 from parcels.models import Parcel
 from parcels.roles import AUDITOR, AUTHORITY, COLLECTOR, HACIENDA, SUPERVISOR, role_required
@@ -40,7 +41,7 @@ from .hacienda_forms import (
     WaterDeliveryForm,
     WaterImportForm,
 )
-from .models import DebtCertificate, OfficeClosure, SeizureCase, SeizureStep, WaterDelivery
+from .models import BillBatch, BillBatchPart, DebtCertificate, OfficeClosure, SeizureCase, SeizureStep, WaterDelivery
 from .pdf import render_certificate
 from .services import bills, collection
 from .services import water as water_services
@@ -341,10 +342,6 @@ def closures(request: HttpRequest) -> HttpResponse:
 @role_required(HACIENDA)
 def bill_batches(request: HttpRequest) -> HttpResponse:
     """Hacienda prints a semester's bills as merged PDFs made by a background job."""
-    from levy.models import FiscalYear
-
-    from .models import BillBatch
-
     years = list(FiscalYear.objects.filter(levies__status="final").distinct().values_list("label", flat=True))
     error = ""
     if request.method == "POST":
@@ -364,8 +361,6 @@ def bill_batches(request: HttpRequest) -> HttpResponse:
 
 @role_required(HACIENDA)
 def bill_batch(request: HttpRequest, pk: int) -> HttpResponse:
-    from .models import BillBatch
-
     batch = get_object_or_404(BillBatch.objects.select_related("fiscal_year", "job"), pk=pk)
     error = ""
     if request.method == "POST":  # "Reanudar": a failed batch goes on where it stopped
@@ -385,10 +380,6 @@ def bill_batch(request: HttpRequest, pk: int) -> HttpResponse:
 @role_required(HACIENDA)
 def bill_batch_part(request: HttpRequest, pk: int, index: int) -> HttpResponse:
     """One merged PDF of a batch, served as stored."""
-    from django.http import FileResponse
-
-    from .models import BillBatchPart
-
     part = get_object_or_404(BillBatchPart, batch_id=pk, index=index)
     return FileResponse(part.pdf.open("rb"), content_type="application/pdf", as_attachment=True,
                         filename=f"avisos-lote{pk}-parte{index + 1:03d}.pdf")

@@ -263,7 +263,7 @@ def qr_data_uri(url: str) -> str:
 
 
 def _dated_items(data: dict[str, Any]) -> list[dict[str, Any]]:
-    """A statement's charges (``services.statement``) with their dates as ``date`` for display."""
+    """A statement's charges (``accounts.Statement.to_json()``, as a certificate or seizure step stored it) with their dates as ``date`` for display."""
     from datetime import date
 
     return [

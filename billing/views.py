@@ -21,7 +21,7 @@ from parcels.access import get_parcel_for_user
 from parcels.models import Parcel
 from parcels.roles import COLLECTOR, HACIENDA, LANDOWNER, SUPERVISOR, has_role, role_required
 
-from . import accounts, selectors
+from . import accounts, documents, selectors
 from .access import RECEIPT_STAFF, get_document_for_user, get_receipt_for_user
 from .errors import BillingError
 from .forms import CounterSearchForm, DayCloseForm, DayReportForm, PaymentForm, RefundForm, StatementDateForm, VoidForm
@@ -254,15 +254,11 @@ def refund(request: HttpRequest, pk: int) -> HttpResponse:
 def receipt_pdf(request: HttpRequest, pk: int) -> HttpResponse:
     """The receipt's PDF as issued (stored bytes), or with ``?copia=1`` a reprint stamped COPIA
     with today's date. Same access as the receipt page (a landowner: only their own, else 404)."""
-    from django.http import HttpResponse as PdfResponse
-
-    from . import documents
-
     receipt = get_receipt_for_user(request.user, pk)
     document = documents.receipt_document(receipt)
     copy = request.GET.get("copia") == "1"
     data = documents.document_copy(document) if copy else documents.document_pdf(document)
-    response = PdfResponse(data, content_type="application/pdf")
+    response = HttpResponse(data, content_type="application/pdf")
     suffix = "-copia" if copy else ""
     response["Content-Disposition"] = f'attachment; filename="recibo-{receipt.display_number}{suffix}.pdf"'
     return response
@@ -272,9 +268,7 @@ def receipt_pdf(request: HttpRequest, pk: int) -> HttpResponse:
 def document_pdf(request: HttpRequest, pk: int) -> HttpResponse:
     """A bill's or debt certificate's PDF as stored, for staff and for the parcel's current owner
     (404 for anyone else); receipts go through ``receipt_pdf`` (they follow the payer)."""
-    from django.http import HttpResponse as PdfResponse
-
     document = IssuedDocument.objects.get(pk=get_document_for_user(request.user, pk).pk)
-    response = PdfResponse(bytes(document.pdf), content_type="application/pdf")
+    response = HttpResponse(bytes(document.pdf), content_type="application/pdf")
     response["Content-Disposition"] = f'attachment; filename="{document.kind}-{document.number}.pdf"'
     return response

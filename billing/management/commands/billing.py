@@ -2,18 +2,24 @@
 
 from __future__ import annotations
 
+import csv
 import json
+import time
 from datetime import date
 from decimal import Decimal
+from pathlib import Path
 
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandParser
 
-from billing import accounts
+from billing import accounts, documents
 from billing.errors import BillingError
 from billing.models import Payment
 from billing.services import bills, collection, counter
 from billing.services import water as water_services
+from levy.exports import safe_cell
+from parcels import jobs as background
+from parcels.models import Job
 
 
 class Command(BaseCommand):
@@ -93,10 +99,6 @@ class Command(BaseCommand):
         return user
 
     def do_delinquent(self, options: dict) -> None:
-        import csv
-
-        from levy.exports import safe_cell
-
         rows = accounts.delinquent_charges(as_of=self.date(options["as_of"]), fiscal_year=options["fiscal_year"], number=options["semester"])
         writer = csv.writer(self.stdout, lineterminator="\n")
         writer.writerow(["parcel_id", "owner_name", "fiscal_year", "number", "last_day_to_pay", "days_late", "principal", "surcharge", "paid", "balance"])
@@ -106,8 +108,6 @@ class Command(BaseCommand):
                              item.state.surcharge, item.state.paid, item.state.balance])
 
     def do_water_import(self, options: dict) -> None:
-        from pathlib import Path
-
         path = Path(options["file"])
         if not path.is_file():
             raise BillingError(f"no such file: {path}")
@@ -161,8 +161,6 @@ class Command(BaseCommand):
     # --- documents ----------------------------------------------------------------------------
 
     def write_pdf(self, path: str, data: bytes, what: str) -> None:
-        from pathlib import Path
-
         target = Path(path)
         if not target.parent.is_dir():
             raise BillingError(f"no such directory: {target.parent}")
@@ -170,16 +168,12 @@ class Command(BaseCommand):
         self.stdout.write(f"{what} written to {target} ({len(data):,} bytes)")
 
     def do_receipt(self, options: dict) -> None:
-        from billing import documents
-
         receipt = documents.receipt_by_number(options["number"])
         document = documents.receipt_document(receipt)
         data = documents.document_copy(document) if options["copy"] else documents.document_pdf(document)
         self.write_pdf(options["out"], data, f"receipt {document.number}" + (" (COPIA)" if options["copy"] else ""))
 
     def do_bill(self, options: dict) -> None:
-        from billing import documents
-
         user = self.user(options["user"]) if options["user"] else None
         charge = bills.bill_for_installment(parcel_code=options["parcel"], fiscal_year=options["fiscal_year"],
                                                 number=options["installment"])
@@ -198,10 +192,7 @@ class Command(BaseCommand):
     def do_bulk_bills(self, options: dict) -> None:
         """Defer the batch on a queue of its own and be a worker for that queue until it is done
         (a service worker may take it first: then wait for it)."""
-        import time
 
-        from parcels import jobs as background
-        from parcels.models import Job
 
         filters = {"parcel_prefix": options["parcel_prefix"]} if options["parcel_prefix"] else None
         batch = bills.bill_batch_start(self.user(options["user"]), options["fiscal_year"], options["installment"], filters,
