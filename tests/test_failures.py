@@ -20,8 +20,9 @@ import pytest
 from django.db import DEFAULT_DB_ALIAS, InterfaceError, OperationalError, connection, connections
 from django.db.models import Sum
 
-from billing import documents, services
+from billing import accounts, documents
 from billing.models import IssuedDocument, LedgerEntry, Payment, Receipt, ReceiptSeries
+from billing.services import counter
 from billing.services.installments import roll_finalize
 from levy import services as levy_services
 from levy.models import FiscalYear, Levy, RollLine
@@ -125,7 +126,7 @@ def district(seed_rows, make_parcel, owner_a, staff) -> Levy:
 
 
 def pay(staff: dict[str, Any], parcel_id: str, key: str, amount: str = "100.00") -> Receipt:
-    return services.payment_record(acting_user=staff["collector"], parcel=Parcel.objects.get(parcel_id=parcel_id),
+    return counter.payment_record(acting_user=staff["collector"], parcel=Parcel.objects.get(parcel_id=parcel_id),
                                    amount=Decimal(amount), paid_on=date(2026, 10, 15), idempotency_key=key)
 
 
@@ -134,7 +135,7 @@ def written() -> dict[str, Any]:
         "payments": Payment.objects.count(), "ledger": LedgerEntry.objects.count(),
         "receipts": Receipt.objects.count(), "documents": IssuedDocument.objects.count(),
         "last_number": list(ReceiptSeries.objects.values_list("last_number", flat=True)),
-        "balance": services.ledger_balance(Parcel.objects.get(parcel_id="P4")),
+        "balance": accounts.ledger_balance(Parcel.objects.get(parcel_id="P4")),
     }
 
 
@@ -144,7 +145,7 @@ def test_a_payment_whose_connection_drops_leaves_nothing_and_is_retried_once(dis
     assert first.number == 1
     before = written()
     if point.startswith("ledger"):
-        killed = drop_connection_before(services, "_receipt_issue", monkeypatch)
+        killed = drop_connection_before(counter, "_receipt_issue", monkeypatch)
     else:
         killed = drop_connection_before(documents, "render_receipt", monkeypatch)
 
@@ -166,7 +167,7 @@ def test_a_payment_whose_connection_drops_leaves_nothing_and_is_retried_once(dis
     assert payment.amount.amount == Decimal("7000.21")
     assert LedgerEntry.objects.filter(payment=payment, kind=LedgerEntry.Kind.PAYMENT).count() == 1
     assert IssuedDocument.objects.filter(receipt=retried).count() == 1
-    assert services.ledger_balance(payment.parcel) == before["balance"] - Decimal("7000.21") + Decimal("69.31")  # ¶12 surcharge
+    assert accounts.ledger_balance(payment.parcel) == before["balance"] - Decimal("7000.21") + Decimal("69.31")  # ¶12 surcharge
     assert pay(staff, "P2", "counter-3").number == 3
     assert list(Receipt.objects.order_by("number").values_list("number", flat=True)) == [1, 2, 3]
 

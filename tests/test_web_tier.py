@@ -480,7 +480,7 @@ def test_the_delinquent_csv_cut_half_way_is_a_500_not_a_shorter_file(hacienda_cl
             return failing_after((item for item in list.__iter__(self)), 2)
 
     real = accounts.delinquent_charges
-    monkeypatch.setattr(hacienda_views.services, "delinquent_charges", lambda **kwargs: CutList(real(**kwargs)))
+    monkeypatch.setattr(hacienda_views.accounts, "delinquent_charges", lambda **kwargs: CutList(real(**kwargs)))
     cut = hacienda_client.get(url)
     assert cut.status_code == 500 and not cut.get("Content-Disposition")
 
