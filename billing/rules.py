@@ -640,6 +640,7 @@ class HalfPlan:
 
     @property
     def difference(self) -> Decimal:
+        """¶12: how much the half changes (negative for a fall)."""
         return self.new - self.old
 
 
@@ -811,6 +812,7 @@ def correction_plan(
 
 
 def _is_decimal(value: object) -> bool:
+    """A finite Decimal (a percentage may carry any number of places)."""
     return isinstance(value, Decimal) and value.is_finite()
 
 
@@ -1020,7 +1022,7 @@ class LedgerState:
 
     @property
     def ledger_balance(self) -> Decimal:
-        """Σ (principal − principal paid) over every issued charge, due or not, less credit."""
+        """¶12, ¶13: Σ (principal − principal paid) over every issued charge, due or not, less credit."""
         return sum((c.principal - c.principal_paid for c in self.charges), ZERO) - self.credit
 
     @property
@@ -1060,6 +1062,7 @@ def surcharge_basis(
 
 
 def _basis_surcharge(basis: Sequence[tuple[date, Decimal, Decimal]]) -> Decimal:
+    """¶12: Σ rate × unpaid over a dated basis, half-up to the cent once."""
     return round_cents(sum((rate * unpaid for _, rate, unpaid in basis), ZERO))
 
 

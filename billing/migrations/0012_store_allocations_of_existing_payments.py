@@ -3,7 +3,7 @@
 Each payment is replayed the way the counter allocated it when its receipt was issued: the
 parcel's account as of the payment's date (``billing.rules.account_state``, the rules of that
 day) with only what had been recorded by then: the charges issued before it (with their last day
-moved past the closures), the payments of that day or before recorded before it and not voided
+moved past the holidays and the closures recorded by then), the payments of that day or before recorded before it and not voided
 by then, the corrections recorded before it that lowered what was owed (as credits on their
 date), the legal parameters in force on that date. Replaying with what was recorded later would
 put an old payment on a later correction charge, the very re-interpretation issue 11 removes. Where the receipt's lines name the same charges in the same
@@ -13,6 +13,7 @@ What the payment left beyond every charge is the allocation row without a charge
 
 from __future__ import annotations
 
+from collections import defaultdict
 from decimal import Decimal
 
 from django.db import migrations
@@ -58,15 +59,14 @@ def store_allocations(apps, schema_editor):
     RollCorrection = apps.get_model("levy", "RollCorrection")
     FiscalYear = apps.get_model("levy", "FiscalYear")
 
-    parcel_ids = sorted(set(Payment.objects.values_list("parcel_id", flat=True)))
-    if not parcel_ids:
+    if not Payment.objects.exists():
         return
     parameter_rows = list(
         LegalParameterSet.objects.order_by("effective_from").values_list(
             "effective_from", "grace_days", "surcharge_rate", "saturdays_move_last_day"
         )
     )
-    closures = frozenset(OfficeClosure.objects.values_list("day", flat=True))
+    closures = list(OfficeClosure.objects.values_list("day", "created_at"))
     labels = dict(FiscalYear.objects.values_list("pk", "label"))
     holiday_cache: dict[int, frozenset] = {}
 
@@ -77,41 +77,45 @@ def store_allocations(apps, schema_editor):
         _, grace, rate, saturdays = found[-1]
         return rules.DelinquencyParameters(grace_days=grace, surcharge_rate=rate, saturdays_move=saturdays)
 
-    def closed_days(years):
-        days = frozenset()
+    def closed_days(years, recorded):
+        """Holidays and the closures recorded by then (a later closure did not move the receipt's last day)."""
+        days = frozenset(day for day, created in closures if created <= recorded)
         for year in years:
             if year not in holiday_cache:
                 holiday_cache[year] = rules.pr_legal_holidays(years=[year])
             days |= holiday_cache[year]
-        return days | closures
+        return days
 
     voided = {payment: (on, recorded) for payment, on, recorded in PaymentVoid.objects.values_list("payment_id", "voided_on", "created_at")}
-    snapshots = dict(Receipt.objects.values_list("payment_id", "snapshot"))
+    by_parcel = defaultdict(lambda: {"charges": {}, "payments": [], "corrections": []})
+    for row in Charge.objects.order_by("pk").values(
+        "pk", "parcel_id", "principal", "due_date", "last_day_to_pay", "accrues_surcharge", "description", "kind", "number",
+        "fiscal_year_id", "created_at",
+    ):
+        by_parcel[row["parcel_id"]]["charges"][f"C{row['pk']:012d}"] = row
+    for pk, parcel_id, paid_on, amount, recorded in Payment.objects.order_by("paid_on", "pk").values_list(
+        "pk", "parcel_id", "paid_on", "amount", "created_at"
+    ):
+        by_parcel[parcel_id]["payments"].append((pk, paid_on, amount, recorded))
+    for pk, parcel_id, on, net, recorded in RollCorrection.objects.filter(net_delta__lt=0).values_list(
+        "pk", "roll_line__parcel_id", "due_date", "net_delta", "created_at"
+    ):
+        by_parcel[parcel_id]["corrections"].append((pk, on, net, recorded))
     rows = []
-    for parcel_id in parcel_ids:
-        charges = {
-            f"C{row['pk']:012d}": row
-            for row in Charge.objects.filter(parcel_id=parcel_id).values(
-                "pk", "principal", "due_date", "last_day_to_pay", "accrues_surcharge", "description", "kind", "number",
-                "fiscal_year_id", "created_at",
-            )
-        }
+    for parcel_id in sorted(parcel for parcel, found in by_parcel.items() if found["payments"]):
+        charges = by_parcel[parcel_id]["charges"]
+        payments = by_parcel[parcel_id]["payments"]
+        corrections = by_parcel[parcel_id]["corrections"]
+        snapshots = dict(Receipt.objects.filter(payment__parcel_id=parcel_id).values_list("payment_id", "snapshot"))
         years = {row["last_day_to_pay"].year for row in charges.values()}
-        closed = closed_days(years | {year + 1 for year in years})
-        payments = list(
-            Payment.objects.filter(parcel_id=parcel_id).order_by("paid_on", "pk").values_list("pk", "paid_on", "amount", "created_at")
-        )
-        corrections = list(
-            RollCorrection.objects.filter(roll_line__parcel_id=parcel_id, net_delta__lt=0)
-            .values_list("pk", "due_date", "net_delta", "created_at")
-        )
+        years |= {year + 1 for year in years}
         for pk, paid_on, amount, recorded in payments:
             params = params_on(paid_on)
             issued = {key: row for key, row in charges.items() if row["created_at"] <= recorded}
             inputs = [
                 rules.ChargeInput(
                     key=key, principal=row["principal"], due=row["due_date"],
-                    last_day=rules.next_open_day(day=row["last_day_to_pay"], closed_days=closed, params=params),
+                    last_day=rules.next_open_day(day=row["last_day_to_pay"], closed_days=closed_days(years, recorded), params=params),
                     accrues_surcharge=row["accrues_surcharge"],
                 )
                 for key, row in issued.items()

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from billing.rules import (
     REFUSE_CHARGE_NEGATIVE,
     REFUSE_CREDIT_ABOVE_CHARGE,
+    REFUSE_CREDIT_NEGATIVE,
     REFUSE_CREDIT_WITHOUT_PERCENT,
     REFUSE_DUE_TOO_EARLY,
     REFUSE_NOTHING,
@@ -233,6 +234,7 @@ def test_the_latest_recorded_percentage_is_the_one_the_credit_follows():
         ({"credit_delta": D("0.5"), "credit_percent": D("25.00")}, None),  # 0.5 is 0.50: whole cents
         ({"credit_delta": D("0.505"), "credit_percent": D("25.00")}, REFUSE_SUB_CENT),
         ({"credit_percent": D("100.01")}, REFUSE_PERCENT),
+        ({"credit_delta": D("-250.01"), "credit_percent": D("0")}, REFUSE_CREDIT_NEGATIVE),
         ({}, REFUSE_NOTHING),
         ({"charge_delta": ZERO}, REFUSE_NOTHING),
         ({"charge_delta": D("0.01")}, None),  # 1,000.01 × 25 % = 250.0025 → 250.00: net +0.01
@@ -284,7 +286,7 @@ def test_corrections_never_leave_a_line_outside_the_law(roll_charge, percent, st
                 **kwargs,
             )
         except CorrectionRefused as refused:
-            assert refused.reason in {REFUSE_CHARGE_NEGATIVE, REFUSE_CREDIT_ABOVE_CHARGE, REFUSE_NOTHING, "credit_negative"}
+            assert refused.reason in {REFUSE_CHARGE_NEGATIVE, REFUSE_CREDIT_ABOVE_CHARGE, REFUSE_NOTHING, REFUSE_CREDIT_NEGATIVE}
             continue
         assert result.new_charge >= 0 and 0 <= result.new_credit <= result.new_charge and result.new_net >= 0
         assert (result.halves[0].new, result.halves[1].new) == installments(net=result.new_net)
@@ -726,3 +728,22 @@ def test_the_ledger_identity_holds_at_every_date(charge_specs, payment_specs, ev
         for charge in state.charges:
             assert 0 <= charge.principal_paid <= charge.principal
             assert charge.surcharge_paid >= 0
+
+
+def test_a_charge_and_a_credit_delta_together_set_the_credit_explicitly():
+    # 1,100.00 with the credit set to 250.00 + 30.00 = 280.00 (not 25 % × 1,100.00 = 275.00) under
+    # a new percentage; net 820.00 = 410 + 410, each half rises 35.00.
+    result = plan(charge_delta=D("100.00"), credit_delta=D("30.00"), credit_percent=D("25.45"))
+    assert (result.new_charge, result.new_credit, result.new_net) == (D("1100.00"), D("280.00"), D("820.00"))
+    assert not result.credit_follows_charge
+    assert [half.difference for half in result.halves] == [D("35.00"), D("35.00")]
+
+
+def test_a_credit_below_zero_names_its_limit():
+    with pytest.raises(CorrectionRefused) as refused:
+        plan(credit_delta=D("-250.01"), credit_percent=D("0"))
+    assert (refused.value.reason, refused.value.limit, refused.value.current_credit) == (
+        REFUSE_CREDIT_NEGATIVE,
+        D("-250.00"),
+        D("250.00"),
+    )
