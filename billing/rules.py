@@ -1254,3 +1254,40 @@ def give_back(
         surcharge_paid=surcharge_paid, surcharge_owed=owed, surcharge_given_back=max(ZERO, surcharge_paid - owed),
         principal_freed=max(ZERO, principal_paid - new_principal), basis=basis,
     )
+
+
+def give_back_for(
+    *,
+    charge: ChargeRecord,
+    payments: Sequence[StoredPayment],
+    credit_applied: Sequence[CreditApplied] = (),
+    given_back: Sequence[GivenBack] = (),
+    on: date,
+    schedule: RateSchedule,
+) -> GiveBack:
+    """¶9, ¶12: :func:`give_back` for one stored charge on ``on``, after its lowering or last-day
+    move was recorded (``charge`` already carries it): what the stored payments (not voided by
+    then) and *crédito aplicado* entries paid it, less what earlier give-backs returned, against
+    its principal and last day as of ``on``.
+    """
+    paid = [
+        PaidOnCharge(paid_on=payment.paid_on, surcharge=allocation.surcharge, principal=allocation.principal)
+        for payment in payments
+        if payment.counts_on(on)
+        for allocation in payment.allocations
+        if allocation.charge_key == charge.key
+    ]
+    paid += [
+        PaidOnCharge(paid_on=entry.entry_date, surcharge=entry.surcharge, principal=entry.principal)
+        for entry in credit_applied
+        if entry.charge_key == charge.key and entry.entry_date <= on
+    ]
+    earlier = [entry for entry in given_back if entry.charge_key == charge.key and entry.entry_date <= on]
+    return give_back(
+        new_principal=charge.principal_on(on),
+        last_day=charge.last_day_on(on),
+        paid=paid,
+        schedule=schedule,
+        already_given_back=sum((entry.surcharge for entry in earlier), ZERO),
+        already_freed=sum((entry.principal for entry in earlier), ZERO),
+    )
