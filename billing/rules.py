@@ -751,7 +751,7 @@ def correction_plan(
     follows = credit_delta is None
     new_credit = credit_for(charge=new_charge, percent=new_percent) if follows else old_credit + credit_delta
     new_net = new_charge - new_credit
-    if charge_delta == 0 and new_credit == old_credit and credit_percent is None:
+    if charge_delta == 0 and credit_delta is None and credit_percent is None:
         raise refuse(REFUSE_NOTHING, None, "the correction changes nothing")
     if new_charge < 0:
         raise refuse(REFUSE_CHARGE_NEGATIVE, -old_charge,
