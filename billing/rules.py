@@ -521,11 +521,6 @@ def rate_in_force(*, schedule: RateSchedule, on: date) -> Decimal:
     return found
 
 
-def _surcharge_on_schedule(basis: Sequence[tuple[date, Decimal]], *, schedule: RateSchedule) -> Decimal:
-    """¶12: Σ rate(period start) × unpaid principal at that start, half-up to the cent once."""
-    return round_cents(sum((rate_in_force(schedule=schedule, on=start) * unpaid for start, unpaid in basis), ZERO))
-
-
 def _cents_only(value: object, *, name: str) -> Decimal:
     """¶9: a signed amount in whole cents; sub-cent amounts are refused, never rounded."""
     if not isinstance(value, Decimal) or not value.is_finite():
