@@ -469,3 +469,166 @@ class BooksCheck(models.Model):
             models.CheckConstraint(condition=Q(finished_at__gte=models.F("started_at")), name="bookscheck_finished_after_start"),
         ]
         triggers = APPEND_ONLY
+
+
+# --- The ledger as the one truth (issue 11): stored allocations and dated entries -----------------
+#
+# Each payment's allocation is stored when its receipt is issued and never derived again; a later
+# event that changes what is owed (a correction, a closure) posts its own dated entry here. The
+# arithmetic is billing.rules (correction_plan, give_back, apply_freed_money, ledger_state,
+# allocate). Every table is append-only: a void or a new entry corrects, never an UPDATE.
+
+
+class Source(models.TextChoices):
+    """Why money moved between a charge and the account's credit (billing.rules.SOURCES)."""
+
+    CORRECTION = "correction", _("Corrección del padrón")
+    CLOSURE = "closure", _("Cierre de oficinas")
+    PAYMENT = "payment", _("Crédito de un pago")
+
+
+class PaymentAllocation(models.Model):
+    """¶12, ¶13: the part of a payment stored against one charge, surcharge first then principal,
+    as its receipt printed it. A row without a charge is what the payment left on the account's
+    credit (``surcharge`` 0). A void reverses exactly these rows as of the payment's date."""
+
+    payment = models.ForeignKey(Payment, on_delete=models.PROTECT, related_name="allocations")
+    charge = models.ForeignKey(Charge, on_delete=models.PROTECT, null=True, blank=True, related_name="allocations")
+    surcharge = money_field(_("recargo"), default=0)
+    principal = money_field(_("principal"), default=0)
+
+    class Meta:
+        ordering = ["payment", "id"]
+        constraints = [
+            models.CheckConstraint(condition=Q(surcharge__gte=0) & Q(principal__gte=0), name="allocation_not_negative"),
+            models.CheckConstraint(condition=Q(surcharge__gt=0) | Q(principal__gt=0), name="allocation_not_empty"),
+            models.CheckConstraint(condition=Q(charge__isnull=False) | Q(surcharge=0), name="allocation_credit_has_no_surcharge"),
+            models.UniqueConstraint(fields=["payment", "charge"], name="one_allocation_per_payment_charge"),
+            models.UniqueConstraint(fields=["payment"], condition=Q(charge__isnull=True), name="one_credit_part_per_payment"),
+        ]
+        triggers = APPEND_ONLY
+
+    @property
+    def amount(self):
+        return self.surcharge + self.principal
+
+
+class CorrectionCharge(models.Model):
+    """¶9, ¶12: a charge a roll correction raised, one per half that rose (``Charge.correction``
+    is one-to-one and predates corrections that raise both halves)."""
+
+    correction = models.ForeignKey("levy.RollCorrection", on_delete=models.PROTECT, related_name="correction_charges")
+    charge = models.OneToOneField(Charge, on_delete=models.PROTECT, related_name="correction_link")
+    number = models.PositiveSmallIntegerField(_("plazo"))  # the half it raises: 1 = July, 2 = January
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["correction", "number"], name="one_correction_charge_per_half"),
+            models.CheckConstraint(condition=Q(number__in=[1, 2]), name="correction_charge_half"),
+        ]
+        triggers = APPEND_ONLY
+
+
+class PrincipalAdjustment(models.Model):
+    """¶9, ¶11: a fall of a half: a charge's principal lowered by ``amount`` by a correction,
+    recorded on ``entry_date`` and effective from the charge's own due date (that part was never
+    owed). Earlier correction charges of the half are lowered first, newest first."""
+
+    charge = models.ForeignKey(Charge, on_delete=models.PROTECT, related_name="adjustments")
+    correction = models.ForeignKey("levy.RollCorrection", on_delete=models.PROTECT, related_name="adjustments")
+    amount = money_field(_("rebaja"))
+    entry_date = models.DateField(_("fecha"))
+    effective_from = models.DateField(_("efectiva desde"))
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["entry_date", "id"]
+        constraints = [
+            models.CheckConstraint(condition=Q(amount__gt=0), name="adjustment_positive"),
+            models.UniqueConstraint(fields=["correction", "charge"], name="one_adjustment_per_correction_charge"),
+        ]
+        indexes = [models.Index(fields=["charge", "entry_date"])]
+        triggers = APPEND_ONLY
+
+
+class LastDayMove(models.Model):
+    """¶12: an office closure recorded on ``entry_date`` moved a charge's last day to pay forward
+    to ``last_day`` (whenever it was recorded); issued bills keep their printed date."""
+
+    charge = models.ForeignKey(Charge, on_delete=models.PROTECT, related_name="last_day_moves")
+    closure = models.ForeignKey(OfficeClosure, on_delete=models.PROTECT, related_name="last_day_moves")
+    last_day = models.DateField(_("nuevo último día para pagar"))
+    entry_date = models.DateField(_("fecha"))
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["entry_date", "id"]
+        constraints = [models.UniqueConstraint(fields=["charge", "closure"], name="one_move_per_charge_closure")]
+        triggers = APPEND_ONLY
+
+
+class GiveBack(models.Model):
+    """¶9, ¶12: money released from a charge to the account's credit on ``entry_date``: surcharge
+    paid beyond what is owed after a lowering or a moved last day (*recargo devuelto*) and
+    principal paid beyond the lowered principal. Names the correction or closure; the receipts
+    already issued are not touched."""
+
+    parcel = models.ForeignKey("parcels.Parcel", on_delete=models.PROTECT, related_name="give_backs")
+    charge = models.ForeignKey(Charge, on_delete=models.PROTECT, related_name="give_backs")
+    surcharge = money_field(_("recargo devuelto"), default=0)
+    principal = money_field(_("principal liberado"), default=0)
+    source = models.CharField(max_length=12, choices=Source.choices)
+    correction = models.ForeignKey("levy.RollCorrection", on_delete=models.PROTECT, null=True, blank=True, related_name="+")
+    closure = models.ForeignKey(OfficeClosure, on_delete=models.PROTECT, null=True, blank=True, related_name="+")
+    entry_date = models.DateField(_("fecha"))
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["entry_date", "id"]
+        constraints = [
+            models.CheckConstraint(condition=Q(surcharge__gte=0) & Q(principal__gte=0), name="give_back_not_negative"),
+            models.CheckConstraint(condition=Q(surcharge__gt=0) | Q(principal__gt=0), name="give_back_not_empty"),
+            models.CheckConstraint(
+                condition=(Q(source="correction") & Q(correction__isnull=False) & Q(closure__isnull=True))
+                | (Q(source="closure") & Q(closure__isnull=False) & Q(correction__isnull=True)),
+                name="give_back_names_its_cause",
+            ),
+        ]
+        indexes = [models.Index(fields=["parcel", "entry_date"])]
+        triggers = APPEND_ONLY
+
+
+class CreditApplication(models.Model):
+    """¶12, ¶13: a dated *crédito aplicado*: credit on the account (money a correction or closure
+    freed, or a payment left) paid to one open charge, surcharge first then principal, in the
+    order payments use. Only what no charge takes stays refundable."""
+
+    parcel = models.ForeignKey("parcels.Parcel", on_delete=models.PROTECT, related_name="credit_applications")
+    charge = models.ForeignKey(Charge, on_delete=models.PROTECT, related_name="credit_applications")
+    surcharge = money_field(_("a recargo"), default=0)
+    principal = money_field(_("a principal"), default=0)
+    source = models.CharField(max_length=12, choices=Source.choices)
+    correction = models.ForeignKey("levy.RollCorrection", on_delete=models.PROTECT, null=True, blank=True, related_name="+")
+    closure = models.ForeignKey(OfficeClosure, on_delete=models.PROTECT, null=True, blank=True, related_name="+")
+    payment = models.ForeignKey(Payment, on_delete=models.PROTECT, null=True, blank=True, related_name="+")
+    entry_date = models.DateField(_("fecha"))
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["entry_date", "id"]
+        constraints = [
+            models.CheckConstraint(condition=Q(surcharge__gte=0) & Q(principal__gte=0), name="credit_application_not_negative"),
+            models.CheckConstraint(condition=Q(surcharge__gt=0) | Q(principal__gt=0), name="credit_application_not_empty"),
+            models.CheckConstraint(
+                condition=(Q(source="correction") & Q(correction__isnull=False))
+                | (Q(source="closure") & Q(closure__isnull=False))
+                | (Q(source="payment") & Q(payment__isnull=False)),
+                name="credit_application_names_its_source",
+            ),
+        ]
+        indexes = [models.Index(fields=["parcel", "entry_date"])]
+        triggers = APPEND_ONLY

@@ -491,3 +491,798 @@ def collection_split(*, amount: Decimal, reserve: Decimal, total_levy: Decimal) 
         raise BillingRuleError(f"reserve {reserve} exceeds the total levy {total_levy}")
     to_reserve = round_cents(amount * reserve / total_levy)
     return to_reserve, amount - to_reserve
+
+
+# --- the ledger: corrections, give-backs and stored allocations (¶7, ¶9, ¶11, ¶12) ---------------
+#
+# The ledger is the one truth: each payment's allocation is stored when its receipt is issued and
+# never derived again; a later event (a correction, a closure, a void) posts its own dated entry.
+# The functions below are the pure arithmetic of those entries. ``RateSchedule`` is the dated ¶12
+# surcharge rate, ``((effective_from, rate), ...)``: each surcharge period uses the rate in force
+# on its first day.
+
+RateSchedule = tuple[tuple[date, Decimal], ...]
+HUNDRED = Decimal(100)
+
+
+def rate_in_force(*, schedule: RateSchedule, on: date) -> Decimal:
+    """¶12: the surcharge rate of the latest row of ``schedule`` in force on ``on``.
+
+    Refuses a day before every row: no rate is guessed.
+    """
+    found: Decimal | None = None
+    start: date | None = None
+    for effective_from, rate in schedule:
+        _check_rate(rate, name="surcharge rate")
+        if effective_from <= on and (start is None or effective_from >= start):
+            found, start = rate, effective_from
+    if found is None:
+        raise BillingRuleError(f"no surcharge rate is in force on {on}")
+    return found
+
+
+def _cents_only(value: object, *, name: str) -> Decimal:
+    """¶9: a signed amount in whole cents; sub-cent amounts are refused, never rounded."""
+    if not isinstance(value, Decimal) or not value.is_finite():
+        raise BillingRuleError(f"{name} must be a finite Decimal, got {value!r}")
+    if value != value.quantize(CENT):
+        raise BillingRuleError(f"{name} must be a whole number of cents, got {value}")
+    return value
+
+
+# --- corrections of a roll line (¶7, ¶9, ¶11, ¶12) ----------------------------------------------
+
+
+class CorrectionRefused(BillingRuleError):
+    """¶9, ¶11: a correction the rules refuse, with the figures the message is made of.
+
+    ``reason`` is one of ``REFUSALS``; ``current_charge``, ``current_credit`` and ``current_net``
+    are the line's figures counting every earlier correction; ``limit`` is the bound the correction
+    would cross (an amount, or for ``due_too_early`` the earliest due date allowed). The English
+    ``str()`` is for logs; the service words it in Spanish from the fields.
+    """
+
+    def __init__(
+        self, *, reason: str, current_charge: Decimal, current_credit: Decimal, current_net: Decimal,
+        limit: Decimal | date | None, message: str,
+    ) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.current_charge = current_charge
+        self.current_credit = current_credit
+        self.current_net = current_net
+        self.limit = limit
+
+
+REFUSE_SUB_CENT = "sub_cent"
+REFUSE_NOTHING = "nothing_changes"
+REFUSE_CHARGE_NEGATIVE = "charge_negative"
+REFUSE_CREDIT_NEGATIVE = "credit_negative"
+REFUSE_CREDIT_ABOVE_CHARGE = "credit_above_charge"
+REFUSE_NET_NEGATIVE = "net_negative"
+REFUSE_CREDIT_WITHOUT_PERCENT = "credit_without_percent"
+REFUSE_PERCENT = "percent_out_of_range"
+REFUSE_DUE_TOO_EARLY = "due_too_early"
+REFUSE_HALF_SHORT = "half_short"
+REFUSALS = (
+    REFUSE_SUB_CENT, REFUSE_NOTHING, REFUSE_CHARGE_NEGATIVE, REFUSE_CREDIT_NEGATIVE, REFUSE_CREDIT_ABOVE_CHARGE,
+    REFUSE_NET_NEGATIVE, REFUSE_CREDIT_WITHOUT_PERCENT, REFUSE_PERCENT, REFUSE_DUE_TOO_EARLY, REFUSE_HALF_SHORT,
+)
+
+
+@dataclass(frozen=True)
+class EarlierCorrection:
+    """¶9: one earlier correction of the line: its deltas and the sec. 372 percentage it recorded."""
+
+    charge_delta: Decimal
+    credit_delta: Decimal
+    credit_percent: Decimal | None = None
+
+
+@dataclass(frozen=True)
+class HalfStanding:
+    """¶12: one half of the line as it stands before the correction.
+
+    ``original_key``/``original_principal``: the installment charge and its principal after every
+    earlier lowering; ``corrections``: the half's earlier correction charges, oldest first, as
+    ``(charge key, principal after earlier lowerings, its due date)``; ``due``: the half's own due
+    date (the installment's).
+    """
+
+    number: int
+    due: date
+    original_key: str
+    original_principal: Decimal
+    corrections: tuple[tuple[str, Decimal, date], ...] = ()
+
+    @property
+    def total(self) -> Decimal:
+        """¶12: what the half owes now, original plus corrections."""
+        return self.original_principal + sum((principal for _, principal, _ in self.corrections), ZERO)
+
+
+@dataclass(frozen=True)
+class RaiseHalf:
+    """¶9, ¶12: a rise of a half: a new correction charge of ``amount`` due on ``due``."""
+
+    number: int
+    amount: Decimal
+    due: date
+
+
+@dataclass(frozen=True)
+class LowerCharge:
+    """¶9, ¶12: a fall of a half: lower ``charge_key`` by ``amount`` to ``new_principal``, effective
+    from ``effective_from`` (that charge's own due date). ``undoes_correction`` tells an earlier
+    correction charge (undone first, newest first) from the half's original installment."""
+
+    number: int
+    charge_key: str
+    amount: Decimal
+    new_principal: Decimal
+    effective_from: date
+    undoes_correction: bool
+
+
+@dataclass(frozen=True)
+class HalfPlan:
+    """¶12: one half before and after, the difference, and what is posted for it."""
+
+    number: int
+    old: Decimal
+    new: Decimal
+    actions: tuple[RaiseHalf | LowerCharge, ...]
+
+    @property
+    def difference(self) -> Decimal:
+        """¶12: how much the half changes (negative for a fall)."""
+        return self.new - self.old
+
+
+@dataclass(frozen=True)
+class CorrectionPlan:
+    """¶7, ¶9, ¶11, ¶12: every figure of a correction, before and after.
+
+    ``credit_follows_charge`` is set when the credit was moved to ``credit% × corrected charge``
+    (¶7) rather than by an explicit credit delta; ``new_credit_percent`` is the sec. 372
+    percentage in force after it (a new one when ``percent_recorded``).
+    """
+
+    old_charge: Decimal
+    new_charge: Decimal
+    old_credit: Decimal
+    new_credit: Decimal
+    old_credit_percent: Decimal
+    new_credit_percent: Decimal
+    percent_recorded: bool
+    credit_follows_charge: bool
+    old_net: Decimal
+    new_net: Decimal
+    halves: tuple[HalfPlan, HalfPlan]
+
+    @property
+    def charge_delta(self) -> Decimal:
+        return self.new_charge - self.old_charge
+
+    @property
+    def credit_delta(self) -> Decimal:
+        return self.new_credit - self.old_credit
+
+    @property
+    def net_delta(self) -> Decimal:
+        return self.new_net - self.old_net
+
+
+def credit_for(*, charge: Decimal, percent: Decimal) -> Decimal:
+    """¶7: the sec. 372 credit, ``percent``/100 of the O&M charge, half-up to the cent."""
+    return round_cents(charge * percent / HUNDRED)
+
+
+def correction_plan(
+    *,
+    roll_charge: Decimal,
+    roll_credit: Decimal,
+    roll_credit_percent: Decimal,
+    earlier: Sequence[EarlierCorrection],
+    halves: tuple[HalfStanding, HalfStanding],
+    fiscal_year_start: date,
+    made_on: date,
+    charge_delta: Decimal = ZERO,
+    credit_delta: Decimal | None = None,
+    credit_percent: Decimal | None = None,
+    requested_due: date | None = None,
+) -> CorrectionPlan:
+    """¶7, ¶9, ¶11, ¶12: plan a correction of a roll line's O&M charge and/or credit.
+
+    The line's figures are the roll's plus every earlier correction. Deltas are whole cents
+    (sub-cent refused, never rounded). The credit follows the charge (¶7): a charge delta alone
+    moves the credit to ``credit% × corrected charge`` half-up; a new sec. 372 ``credit_percent``
+    without a credit delta does the same with the new percentage; ``credit_delta`` moves the credit
+    on its own only with a new ``credit_percent``. Refused (:class:`CorrectionRefused`) when the
+    corrected charge is below 0, the credit below 0 or above the charge, or the net below 0.
+
+    The corrected net is split again (``levy.rules.installments``: second = floor(net/2), July the
+    odd cent) and each half changes by the difference. A rise is a new correction charge due on
+    the latest of ``made_on``, ``fiscal_year_start`` and the half's own due date; ``requested_due``
+    may set a later day, never an earlier one: it is refused before the earliest rising half's
+    day, and a half whose own day is later than it keeps that day (nobody pays the January half
+    before January 1). A fall first lowers the
+    half's earlier correction charges, newest first (the last one partly if that is enough), then
+    the half's original installment, each effective from its own due date.
+    """
+    from levy.rules import installments
+
+    old_charge = roll_charge + sum((c.charge_delta for c in earlier), ZERO)
+    old_credit = roll_credit + sum((c.credit_delta for c in earlier), ZERO)
+    old_percent = roll_credit_percent
+    for c in earlier:
+        if c.credit_percent is not None:
+            old_percent = c.credit_percent
+    old_net = old_charge - old_credit
+
+    def refuse(reason: str, limit: Decimal | date | None, message: str) -> CorrectionRefused:
+        return CorrectionRefused(
+            reason=reason, current_charge=old_charge, current_credit=old_credit, current_net=old_net, limit=limit,
+            message=f"{message} (the line now has O&M charge {old_charge}, credit {old_credit}, net {old_net})",
+        )
+
+    for name, value in (("charge delta", charge_delta), ("credit delta", credit_delta)):
+        if value is None:
+            continue
+        try:
+            _cents_only(value, name=name)
+        except BillingRuleError as error:
+            raise refuse(REFUSE_SUB_CENT, None, str(error)) from None
+    if credit_percent is not None and (not _is_decimal(credit_percent) or not 0 <= credit_percent <= HUNDRED):
+        raise refuse(REFUSE_PERCENT, HUNDRED, f"the sec. 372 percentage must be from 0 to 100, got {credit_percent!r}")
+    if credit_delta is not None and credit_percent is None:
+        raise refuse(
+            REFUSE_CREDIT_WITHOUT_PERCENT, None,
+            "a credit delta changes the credit on its own only with a new sec. 372 percentage recorded",
+        )
+
+    new_charge = old_charge + charge_delta
+    new_percent = old_percent if credit_percent is None else credit_percent
+    follows = credit_delta is None
+    new_credit = credit_for(charge=new_charge, percent=new_percent) if follows else old_credit + credit_delta
+    new_net = new_charge - new_credit
+    if charge_delta == 0 and credit_delta is None and credit_percent is None:
+        raise refuse(REFUSE_NOTHING, None, "the correction changes nothing")
+    if new_charge < 0:
+        raise refuse(REFUSE_CHARGE_NEGATIVE, -old_charge,
+                     f"the O&M charge would be {new_charge}; the charge delta may not be below {-old_charge}")
+    if new_credit < 0:
+        raise refuse(REFUSE_CREDIT_NEGATIVE, -old_credit,
+                     f"the credit would be {new_credit}; the credit delta may not be below {-old_credit}")
+    if new_credit > new_charge:
+        raise refuse(REFUSE_CREDIT_ABOVE_CHARGE, new_charge,
+                     f"the credit would be {new_credit}, above the corrected charge {new_charge}")
+    if new_net < 0:  # unreachable once credit <= charge; kept as the rule says it
+        raise refuse(REFUSE_NET_NEGATIVE, ZERO, f"the net would be {new_net}")
+
+    old_split = installments(net=old_net)
+    new_split = installments(net=new_net)
+    ordered = tuple(sorted(halves, key=lambda half: half.number))
+    if tuple(half.number for half in ordered) != (1, 2):
+        raise BillingRuleError("a correction needs the line's two halves, numbered 1 and 2")
+    earliest: dict[int, date] = {
+        half.number: max(made_on, fiscal_year_start, half.due)
+        for half, old, new in zip(ordered, old_split, new_split, strict=True) if new > old
+    }
+    if requested_due is not None and earliest:
+        floor = min(earliest.values())
+        if requested_due < floor:
+            raise refuse(REFUSE_DUE_TOO_EARLY, floor, f"the due date {requested_due} is before the earliest allowed, {floor}")
+
+    plans = []
+    for half, old, new in zip(ordered, old_split, new_split, strict=True):
+        actions: list[RaiseHalf | LowerCharge] = []
+        if new > old:
+            due = earliest[half.number] if requested_due is None else max(requested_due, earliest[half.number])
+            actions.append(RaiseHalf(number=half.number, amount=new - old, due=due))
+        elif new < old:
+            fall = old - new
+            if fall > half.total:
+                raise refuse(REFUSE_HALF_SHORT, half.total,
+                             f"half {half.number} would fall by {fall} but owes only {half.total}")
+            for key, principal, due in reversed(half.corrections):
+                if fall == 0:
+                    break
+                step = min(fall, principal)
+                if step:
+                    actions.append(LowerCharge(number=half.number, charge_key=key, amount=step,
+                                               new_principal=principal - step, effective_from=due,
+                                               undoes_correction=True))
+                fall -= step
+            if fall:
+                actions.append(LowerCharge(number=half.number, charge_key=half.original_key, amount=fall,
+                                           new_principal=half.original_principal - fall, effective_from=half.due,
+                                           undoes_correction=False))
+        plans.append(HalfPlan(number=half.number, old=old, new=new, actions=tuple(actions)))
+    return CorrectionPlan(
+        old_charge=old_charge, new_charge=new_charge, old_credit=old_credit, new_credit=new_credit,
+        old_credit_percent=old_percent, new_credit_percent=new_percent, percent_recorded=credit_percent is not None,
+        credit_follows_charge=follows, old_net=old_net, new_net=new_net, halves=(plans[0], plans[1]),
+    )
+
+
+def _is_decimal(value: object) -> bool:
+    """A finite Decimal (a percentage may carry any number of places)."""
+    return isinstance(value, Decimal) and value.is_finite()
+
+
+# --- the account from stored records (¶12, ¶13) -------------------------------------------------
+
+
+SOURCE_CORRECTION = "correction"  # ¶9, ¶11: a roll correction lowered a charge
+SOURCE_CLOSURE = "closure"  # ¶12: an office closure moved a last day to pay
+SOURCE_PAYMENT = "payment"  # ¶13: money a payment left beyond every charge
+SOURCES = (SOURCE_CORRECTION, SOURCE_CLOSURE, SOURCE_PAYMENT)
+
+
+@dataclass(frozen=True)
+class PrincipalLowering:
+    """¶9, ¶11: a charge's principal lowered by ``amount``, recorded on ``entry_date``.
+
+    It counts in a state as of ``entry_date`` or later, and then for every surcharge period (it is
+    effective from the charge's own due date: that part was never owed).
+    """
+
+    entry_date: date
+    amount: Decimal
+
+    def __post_init__(self) -> None:
+        _check_money(self.amount, name="lowering", allow_zero=False)
+
+
+@dataclass(frozen=True)
+class LastDayMove:
+    """¶12: a charge's last day to pay moved to ``last_day`` by a closure recorded on ``entry_date``."""
+
+    entry_date: date
+    last_day: date
+
+
+@dataclass(frozen=True)
+class ChargeRecord:
+    """¶12: an issued charge as stored: its principal and last day when issued, and their dated changes.
+
+    ``issued_on`` is the day it was posted (None: before every date asked about); a state as of
+    an earlier date does not have it.
+    """
+
+    key: str
+    principal: Decimal
+    due: date
+    last_day: date
+    accrues_surcharge: bool = True
+    issued_on: date | None = None
+    lowerings: tuple[PrincipalLowering, ...] = ()
+    moves: tuple[LastDayMove, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not self.key:
+            raise BillingRuleError("a charge needs a key")
+        _check_money(self.principal, name=f"principal of charge {self.key!r}")
+        if self.last_day < self.due:
+            raise BillingRuleError(f"charge {self.key!r}: last day to pay {self.last_day} is before due {self.due}")
+        if sum((lowering.amount for lowering in self.lowerings), ZERO) > self.principal:
+            raise BillingRuleError(f"charge {self.key!r} is lowered below zero")
+
+    def principal_on(self, on: date) -> Decimal:
+        """¶9: the principal as of ``on``: issued less the lowerings recorded by then."""
+        return self.principal - sum((low.amount for low in self.lowerings if low.entry_date <= on), ZERO)
+
+    def last_day_on(self, on: date) -> date:
+        """¶12: the last day to pay as of ``on``: the latest move recorded by then (closures only move it forward)."""
+        day = self.last_day
+        for move in sorted(self.moves, key=lambda move: move.entry_date):
+            if move.entry_date <= on:
+                day = max(day, move.last_day)
+        return day
+
+
+@dataclass(frozen=True)
+class StoredAllocation:
+    """¶12, ¶13: the part of one payment (or credit application) stored against one charge."""
+
+    charge_key: str
+    surcharge: Decimal
+    principal: Decimal
+
+    def __post_init__(self) -> None:
+        _check_money(self.surcharge, name="allocated surcharge")
+        _check_money(self.principal, name="allocated principal")
+
+    @property
+    def amount(self) -> Decimal:
+        return self.surcharge + self.principal
+
+
+@dataclass(frozen=True)
+class StoredPayment:
+    """¶13: a payment with the allocation stored when its receipt was issued (never re-derived).
+
+    ``voided_on``: the day a void was recorded. From that day on the payment never paid: its
+    allocation is reversed as of its own date (a bounced check).
+    """
+
+    key: str
+    paid_on: date
+    allocations: tuple[StoredAllocation, ...]
+    to_credit: Decimal = ZERO
+    voided_on: date | None = None
+
+    def __post_init__(self) -> None:
+        _check_money(self.to_credit, name="payment to credit")
+
+    @property
+    def amount(self) -> Decimal:
+        return sum((a.amount for a in self.allocations), ZERO) + self.to_credit
+
+    def counts_on(self, on: date) -> bool:
+        return self.paid_on <= on and (self.voided_on is None or self.voided_on > on)
+
+
+@dataclass(frozen=True)
+class GivenBack:
+    """¶9, ¶12: money released from a charge to the account's credit on ``entry_date``: surcharge
+    paid beyond what is owed after a lowering or closure (*recargo devuelto*) and principal paid
+    beyond the lowered principal."""
+
+    charge_key: str
+    entry_date: date
+    surcharge: Decimal
+    principal: Decimal
+    source: str
+
+    def __post_init__(self) -> None:
+        _check_money(self.surcharge, name="surcharge given back")
+        _check_money(self.principal, name="principal freed")
+        if self.source not in SOURCES:
+            raise BillingRuleError(f"unknown source {self.source!r}")
+
+
+@dataclass(frozen=True)
+class CreditApplied:
+    """¶12, ¶13: a dated *crédito aplicado*: credit on the account paid to one charge's
+    surcharge and principal on ``entry_date``."""
+
+    charge_key: str
+    entry_date: date
+    surcharge: Decimal
+    principal: Decimal
+    source: str
+
+    def __post_init__(self) -> None:
+        _check_money(self.surcharge, name="credit applied to surcharge")
+        _check_money(self.principal, name="credit applied to principal")
+        if self.source not in SOURCES:
+            raise BillingRuleError(f"unknown source {self.source!r}")
+
+    @property
+    def amount(self) -> Decimal:
+        return self.surcharge + self.principal
+
+
+@dataclass(frozen=True)
+class RefundRecord:
+    """¶13: credit paid back to the landowner on ``refunded_on``."""
+
+    refunded_on: date
+    amount: Decimal
+
+    def __post_init__(self) -> None:
+        _check_money(self.amount, name="refund", allow_zero=False)
+
+
+@dataclass(frozen=True)
+class LedgerCharge:
+    """¶12: one charge as of a date, from the stored records.
+
+    ``surcharge_basis``: per period begun with principal unpaid, its start, the rate in force that
+    day and the unpaid principal; ``surcharge`` is Σ rate × unpaid half-up once.
+    """
+
+    key: str
+    principal: Decimal
+    due: date
+    last_day: date
+    principal_paid: Decimal
+    surcharge: Decimal
+    surcharge_paid: Decimal
+    surcharge_basis: tuple[tuple[date, Decimal, Decimal], ...]
+    accrues_surcharge: bool = True
+
+    @property
+    def balance(self) -> Decimal:
+        return self.principal + self.surcharge - self.principal_paid - self.surcharge_paid
+
+    @property
+    def surcharge_due(self) -> Decimal:
+        return self.surcharge - self.surcharge_paid
+
+    @property
+    def principal_due(self) -> Decimal:
+        return self.principal - self.principal_paid
+
+
+@dataclass(frozen=True)
+class LedgerState:
+    """¶12, ¶13: an account as of ``as_of`` from its stored records; charges in payment order."""
+
+    as_of: date
+    charges: tuple[LedgerCharge, ...]
+    credit: Decimal
+
+    @property
+    def ledger_balance(self) -> Decimal:
+        """¶12, ¶13: Σ (principal − principal paid) over every issued charge, due or not, less credit."""
+        return sum((c.principal - c.principal_paid for c in self.charges), ZERO) - self.credit
+
+    @property
+    def total_balance(self) -> Decimal:
+        return sum((c.balance for c in self.charges), ZERO)
+
+    @property
+    def unpaid_surcharge(self) -> Decimal:
+        return sum((c.surcharge_due for c in self.charges), ZERO)
+
+    def charge(self, key: str) -> LedgerCharge:
+        for found in self.charges:
+            if found.key == key:
+                return found
+        raise KeyError(key)
+
+
+def surcharge_basis(
+    *, principal: Decimal, first_delinquent: date, on: date, principal_payments: Iterable[tuple[date, Decimal]],
+    schedule: RateSchedule,
+) -> tuple[tuple[date, Decimal, Decimal], ...]:
+    """¶12: for each period begun by ``on``, its start, the rate in force that day and the principal
+    unpaid at its start (``principal`` less principal paid strictly before it, never below zero).
+
+    Unpaid principal never grows, so the periods with something unpaid are a prefix.
+    """
+    payments = sorted(principal_payments)
+    rows: list[tuple[date, Decimal, Decimal]] = []
+    for number in range(1, delinquency_periods(first_delinquent=first_delinquent, on=on) + 1):
+        start = add_months(first_delinquent, number - 1)
+        paid_before = sum((amount for paid_on, amount in payments if paid_on < start), ZERO)
+        unpaid = principal - paid_before
+        if unpaid <= 0:
+            break
+        rows.append((start, rate_in_force(schedule=schedule, on=start), unpaid))
+    return tuple(rows)
+
+
+def _basis_surcharge(basis: Sequence[tuple[date, Decimal, Decimal]]) -> Decimal:
+    """¶12: Σ rate × unpaid over a dated basis, half-up to the cent once."""
+    return round_cents(sum((rate * unpaid for _, rate, unpaid in basis), ZERO))
+
+
+def ledger_state(
+    *,
+    charges: Sequence[ChargeRecord],
+    payments: Sequence[StoredPayment],
+    credit_applied: Sequence[CreditApplied] = (),
+    given_back: Sequence[GivenBack] = (),
+    refunds: Sequence[RefundRecord] = (),
+    as_of: date,
+    schedule: RateSchedule,
+) -> LedgerState:
+    """¶12, ¶13: each charge and the account's credit as of ``as_of``, from stored records only.
+
+    Nothing is allocated here: a payment counts with the allocation stored for it (from its date,
+    until a void is recorded; then it never paid). A charge's principal is the issued one less the
+    lowerings recorded by ``as_of``; its surcharge is accrued period by period on the principal
+    unpaid at each period's start (payments and credit applied strictly before it), each period at
+    the rate in force on its first day, half-up once. Principal and surcharge paid are what the
+    stored payments and *crédito aplicado* entries paid, less what was given back. The credit is
+    what payments left beyond every charge plus what was given back, less what was applied and
+    refunded.
+    """
+    _unique((charge.key for charge in charges), what="charges")
+    _unique((payment.key for payment in payments), what="payments")
+    present = [c for c in charges if c.issued_on is None or c.issued_on <= as_of]
+    keys = {c.key for c in present}
+    principal_paid: dict[str, list[tuple[date, Decimal]]] = {key: [] for key in keys}
+    surcharge_paid: dict[str, Decimal] = dict.fromkeys(keys, ZERO)
+    returned: dict[str, Decimal] = dict.fromkeys(keys, ZERO)
+
+    def post(key: str, on: date, surcharge: Decimal, principal: Decimal) -> None:
+        if key not in keys:
+            raise BillingRuleError(f"an entry dated {on} names charge {key!r}, not issued by {as_of}")
+        surcharge_paid[key] += surcharge
+        if principal:
+            principal_paid[key].append((on, principal))
+
+    credit = ZERO
+    for payment in payments:
+        if not payment.counts_on(as_of):
+            continue
+        for allocation in payment.allocations:
+            post(allocation.charge_key, payment.paid_on, allocation.surcharge, allocation.principal)
+        credit += payment.to_credit
+    for applied in credit_applied:
+        if applied.entry_date <= as_of:
+            post(applied.charge_key, applied.entry_date, applied.surcharge, applied.principal)
+            credit -= applied.amount
+    for back in given_back:
+        if back.entry_date <= as_of:
+            if back.charge_key not in keys:
+                raise BillingRuleError(f"a give-back names charge {back.charge_key!r}, not issued by {as_of}")
+            surcharge_paid[back.charge_key] -= back.surcharge
+            returned[back.charge_key] += back.principal
+            credit += back.surcharge + back.principal
+    for refund in refunds:
+        if refund.refunded_on <= as_of:
+            credit -= refund.amount
+
+    states = []
+    for charge in sorted(present, key=lambda charge: (charge.due, charge.key)):
+        principal = charge.principal_on(as_of)
+        last_day = charge.last_day_on(as_of)
+        basis: tuple[tuple[date, Decimal, Decimal], ...] = ()
+        if charge.accrues_surcharge:
+            basis = surcharge_basis(
+                principal=principal, first_delinquent=last_day + timedelta(days=1), on=as_of,
+                principal_payments=principal_paid[charge.key], schedule=schedule,
+            )
+        paid = sum((amount for _, amount in principal_paid[charge.key]), ZERO) - returned[charge.key]
+        states.append(LedgerCharge(
+            key=charge.key, principal=principal, due=charge.due, last_day=last_day, principal_paid=paid,
+            surcharge=_basis_surcharge(basis), surcharge_paid=surcharge_paid[charge.key], surcharge_basis=basis,
+            accrues_surcharge=charge.accrues_surcharge,
+        ))
+    return LedgerState(as_of=as_of, charges=tuple(states), credit=credit)
+
+
+def allocate(*, state: LedgerState, amount: Decimal) -> tuple[tuple[StoredAllocation, ...], Decimal]:
+    """¶12, ¶13: where one new amount paid on ``state.as_of`` goes: the allocation to store and the rest to credit.
+
+    Oldest charge first (due date, then key; paying the January half early is allowed), and within
+    a charge first the surcharge accrued and unpaid, then principal, as the replay always did.
+    ``state`` is the account as of the payment's date, with every earlier payment of that day.
+    """
+    _check_money(amount, name="amount", allow_zero=False)
+    left = amount
+    allocations = []
+    for charge in state.charges:
+        if left == 0:
+            break
+        to_surcharge = min(left, max(ZERO, charge.surcharge_due))
+        to_principal = min(left - to_surcharge, max(ZERO, charge.principal_due))
+        if to_surcharge == 0 and to_principal == 0:
+            continue
+        allocations.append(StoredAllocation(charge_key=charge.key, surcharge=to_surcharge, principal=to_principal))
+        left -= to_surcharge + to_principal
+    return tuple(allocations), left
+
+
+def apply_freed_money(
+    *, amount: Decimal, open_charges: Sequence[LedgerCharge], on: date, source: str,
+) -> tuple[tuple[CreditApplied, ...], Decimal]:
+    """¶9, ¶12, ¶13: money freed by a correction or closure (or left by a payment) goes by dated
+    *crédito aplicado* entries to the oldest open charges, surcharge first then principal, in
+    the order payments use; what is left is refundable credit. Returns (entries, remainder).
+    ``open_charges`` are the account's charges as of ``on`` (``ledger_state``), in payment order.
+    """
+    _check_money(amount, name="amount")
+    state = LedgerState(as_of=on, charges=tuple(open_charges), credit=ZERO)
+    if amount == 0:
+        return (), ZERO
+    allocations, left = allocate(state=state, amount=amount)
+    entries = tuple(
+        CreditApplied(charge_key=a.charge_key, entry_date=on, surcharge=a.surcharge, principal=a.principal, source=source)
+        for a in allocations
+    )
+    return entries, left
+
+
+# --- give-back after a lowering or a moved last day (¶9, ¶12) -----------------------------------
+
+
+@dataclass(frozen=True)
+class PaidOnCharge:
+    """¶12: what one payment (or credit application) paid to a charge on ``paid_on``."""
+
+    paid_on: date
+    surcharge: Decimal
+    principal: Decimal
+
+
+@dataclass(frozen=True)
+class GiveBack:
+    """¶9, ¶12: what a lowered principal or a moved last day frees on one charge.
+
+    ``surcharge_paid``: surcharge the stored payments paid; ``surcharge_owed``: the surcharge
+    recomputed for the same periods (those begun by the last payment's date) on the new principal
+    and last day; ``surcharge_given_back`` the excess; ``principal_freed``: principal paid beyond
+    the new principal. ``freed`` is their sum, the money to hand to :func:`apply_freed_money`.
+    """
+
+    new_principal: Decimal
+    new_last_day: date
+    principal_paid: Decimal
+    surcharge_paid: Decimal
+    surcharge_owed: Decimal
+    surcharge_given_back: Decimal
+    principal_freed: Decimal
+    basis: tuple[tuple[date, Decimal, Decimal], ...]
+
+    @property
+    def freed(self) -> Decimal:
+        return self.surcharge_given_back + self.principal_freed
+
+
+def give_back(
+    *, new_principal: Decimal, last_day: date, paid: Sequence[PaidOnCharge], schedule: RateSchedule,
+    already_given_back: Decimal = ZERO, already_freed: Decimal = ZERO,
+) -> GiveBack:
+    """¶9, ¶12: recompute a charge's paid surcharge on its lowered principal (or moved last day).
+
+    The periods are those begun by the date of the last payment that paid the charge (what was
+    paid covered them); in each, the surcharge is owed on the new principal less principal paid
+    before the period's start, never below zero, at the rate in force on its first day. Surcharge
+    given back is the surcharge paid beyond that; principal freed is the principal paid beyond the
+    new principal. ``already_given_back``/``already_freed``: what earlier give-backs of this
+    charge returned (so a second lowering frees only the new excess).
+    """
+    _check_money(new_principal, name="new principal")
+    for entry in paid:
+        _check_money(entry.surcharge, name="surcharge paid")
+        _check_money(entry.principal, name="principal paid")
+    surcharge_paid = sum((entry.surcharge for entry in paid), ZERO) - already_given_back
+    principal_paid = sum((entry.principal for entry in paid), ZERO) - already_freed
+    basis: tuple[tuple[date, Decimal, Decimal], ...] = ()
+    if paid:
+        basis = surcharge_basis(
+            principal=new_principal, first_delinquent=last_day + timedelta(days=1),
+            on=max(entry.paid_on for entry in paid),
+            principal_payments=[(entry.paid_on, entry.principal) for entry in paid if entry.principal],
+            schedule=schedule,
+        )
+    owed = _basis_surcharge(basis)
+    return GiveBack(
+        new_principal=new_principal, new_last_day=last_day, principal_paid=principal_paid,
+        surcharge_paid=surcharge_paid, surcharge_owed=owed, surcharge_given_back=max(ZERO, surcharge_paid - owed),
+        principal_freed=max(ZERO, principal_paid - new_principal), basis=basis,
+    )
+
+
+def give_back_for(
+    *,
+    charge: ChargeRecord,
+    payments: Sequence[StoredPayment],
+    credit_applied: Sequence[CreditApplied] = (),
+    given_back: Sequence[GivenBack] = (),
+    on: date,
+    schedule: RateSchedule,
+) -> GiveBack:
+    """¶9, ¶12: :func:`give_back` for one stored charge on ``on``, after its lowering or last-day
+    move was recorded (``charge`` already carries it): what the stored payments (not voided by
+    then) and *crédito aplicado* entries paid it, less what earlier give-backs returned, against
+    its principal and last day as of ``on``.
+    """
+    paid = [
+        PaidOnCharge(paid_on=payment.paid_on, surcharge=allocation.surcharge, principal=allocation.principal)
+        for payment in payments
+        if payment.counts_on(on)
+        for allocation in payment.allocations
+        if allocation.charge_key == charge.key
+    ]
+    paid += [
+        PaidOnCharge(paid_on=entry.entry_date, surcharge=entry.surcharge, principal=entry.principal)
+        for entry in credit_applied
+        if entry.charge_key == charge.key and entry.entry_date <= on
+    ]
+    earlier = [entry for entry in given_back if entry.charge_key == charge.key and entry.entry_date <= on]
+    return give_back(
+        new_principal=charge.principal_on(on),
+        last_day=charge.last_day_on(on),
+        paid=paid,
+        schedule=schedule,
+        already_given_back=sum((entry.surcharge for entry in earlier), ZERO),
+        already_freed=sum((entry.principal for entry in earlier), ZERO),
+    )

@@ -29,6 +29,7 @@ from parcels.models import AccessEvent, Parcel
 from parcels.second_factor import second_factor_reset
 from parcels.services import access_event_record, owner_create, parcel_transfer
 from tests.billing import conftest as billing_fixtures
+from tests.billing.test_ledger_models import fill_ledger_tables
 from tests.commands import run_command
 from tests.databases import database_url
 from tests.test_books import build_books
@@ -45,6 +46,9 @@ GUARDED = {
     "billing_charge", "billing_payment", "billing_paymentvoid", "billing_refund", "billing_receipt",
     "billing_ledgerentry", "billing_dayclose", "billing_debtcertificate", "billing_seizurestep", "billing_bill",
     "billing_issueddocument", "billing_receiptseries", "billing_documentseries", "billing_bookscheck",
+    # billing: the ledger's stored allocations and dated entries (issue 11)
+    "billing_paymentallocation", "billing_correctioncharge", "billing_principaladjustment", "billing_lastdaymove",
+    "billing_giveback", "billing_creditapplication",
     # parcels: the registry's change history, the access log, second-factor resets
     "parcels_ownerevent", "parcels_parcelevent", "parcels_ownershiptransferevent", "parcels_accessevent",
     "parcels_secondfactorreset", "parcels_secondfactorresetevent",
@@ -77,6 +81,7 @@ def truncate_guarded_tables() -> set[str]:
 def full_books(district_1, staff):
     """Worked example 1 finalized, with every kind of row the guard protects."""
     build_books(staff)
+    fill_ledger_tables(staff)
     counter.day_close(acting_user=staff["supervisor"], office=Office.objects.get(code="LAJ"), day=date(2026, 7, 2),
                        counted_cash=Decimal("9180.00"), counted_checks=Decimal("0.00"))
     buyer = owner_create(acting_user=staff["authority"], name="Ana Ortiz Matos", owner_key="OWN-T")
