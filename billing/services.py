@@ -64,7 +64,11 @@ def closed_days(years: Iterable[int]) -> frozenset[date]:
 
 
 def delinquency_parameters(on: date) -> rules.DelinquencyParameters:
-    params = LegalParameterSet.in_force(on)
+    return delinquency_parameters_of(LegalParameterSet.in_force(on))
+
+
+def delinquency_parameters_of(params: LegalParameterSet) -> rules.DelinquencyParameters:
+    """¶12: the delinquency rules of one legal-parameter row."""
     return rules.DelinquencyParameters(
         grace_days=params.grace_days, surcharge_rate=params.surcharge_rate, saturdays_move=params.saturdays_move_last_day,
     )
@@ -89,7 +93,7 @@ def installments_issue(*, acting_user: Any, levy: Levy) -> int:
     (O&M charge less the water-right credit). Idempotent: running it again creates nothing."""
     if not levy.is_final:
         raise BillingError(_("Solo un padrón finalizado genera plazos."))
-    params = LegalParameterSet.in_force(levy.fiscal_year.start)
+    params = LegalParameterSet.in_force(levy.finalized_on)  # the late-roll rule of the finalization date
     finalized_on = levy.finalized_on if params.late_roll_due_on_finalization else None
     halves = {}
     for number in (1, 2):
@@ -188,7 +192,10 @@ def account_states(
     loads each charge's roll line with it (the receipt prints its figures); lists of many accounts
     that never show them pass False (building those objects was a third of the delinquent list's time)."""
     parcels = {parcel.pk: parcel for parcel in parcels}
-    params = delinquency_parameters(as_of)
+    # Each charge's grace days and Saturday rule are those in force on its due date, each
+    # surcharge period's rate the one in force on its first day: a later row changes no past.
+    history = LegalParameterSet.history()
+    by_row: dict[int, rules.DelinquencyParameters] = {}
     charges: dict[int, dict[str, Charge]] = {pk: {} for pk in parcels}
     related = ("fiscal_year", "roll_line") if roll_lines else ("fiscal_year",)
     for charge in Charge.objects.filter(parcel_id__in=parcels).select_related(*related):
@@ -212,14 +219,20 @@ def account_states(
     years = {c.last_day_to_pay.year for found in charges.values() for c in found.values()}
     closed = closed_days(years | {year + 1 for year in years}) if years else frozenset()
     accounts = {}
+    def last_day(charge: Charge) -> date:
+        row = history.in_force(charge.due_date)
+        params = by_row.get(row.pk) or by_row.setdefault(row.pk, delinquency_parameters_of(row))
+        # Never earlier than the stored day; later if a row dated by the due date gives more days.
+        day = max(charge.last_day_to_pay, charge.due_date + timedelta(days=params.grace_days))
+        return rules.next_open_day(day=day, closed_days=closed, params=params)
+
     for pk, parcel in parcels.items():
         inputs = [
-            rules.ChargeInput(key=key, principal=c.principal.amount, due=c.due_date,
-                              last_day=rules.next_open_day(day=c.last_day_to_pay, closed_days=closed, params=params),
+            rules.ChargeInput(key=key, principal=c.principal.amount, due=c.due_date, last_day=last_day(c),
                               accrues_surcharge=c.accrues_surcharge)
             for key, c in charges[pk].items()
         ]
-        state = rules.account_state(charges=inputs, payments=payments[pk], as_of=as_of, params=params)
+        state = rules.account_state(charges=inputs, payments=payments[pk], as_of=as_of, rates=history.surcharge_schedule)
         accounts[pk] = Account(parcel=parcel, state=state, charges=charges[pk])
     return accounts
 
@@ -252,8 +265,13 @@ def surcharge_text(groups: Iterable[Sequence], rate: Decimal) -> str:
 
 
 def surcharge_explanation(charge_state: rules.ChargeState, rate: Decimal) -> str:
-    """¶12: how a charge's surcharge was counted (empty when none accrued)."""
-    return surcharge_text(surcharge_groups(charge_state), rate)
+    """¶12: how a charge's surcharge was counted (empty when none accrued), each run of months at
+    the rate in force on their first days (``rate`` only for a state without per-period rates)."""
+    if len(charge_state.surcharge_rates) != len(charge_state.surcharge_basis):
+        return surcharge_text(surcharge_groups(charge_state), rate)
+    return " + ".join(
+        surcharge_text([[months, str(unpaid)]], run_rate) for months, run_rate, unpaid in rules.surcharge_runs(charge_state)
+    )
 
 
 def statement(*, parcel: Parcel, as_of: date) -> dict[str, Any]:
