@@ -239,7 +239,7 @@ def account_states(
 
 def rate_label(rate: Decimal) -> str:
     """¶12: ``½%`` for the statutory rate, else the percentage."""
-    return "½%" if rate == Decimal("0.005") else f"{rate * 100:g}%"
+    return "½%" if rate == Decimal("0.005") else f"{(rate * 100).normalize():f}%"
 
 
 def surcharge_groups(charge_state: rules.ChargeState) -> list[list]:

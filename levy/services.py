@@ -204,6 +204,7 @@ def legal_parameters_add(
     except rules.LevyRuleError as exc:
         raise LevyError(str(exc)) from exc
     row.save()
+    row.refresh_from_db()  # the stored figures (0.0100), not the ones given
     return row
 
 
