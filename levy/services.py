@@ -153,7 +153,8 @@ def legal_parameters_add(
 ) -> LegalParameterSet:
     """¶1–¶12: a Hacienda officer records a change in the law as a new dated row of legal parameters.
 
-    The row copies the one in force on ``effective_from`` and changes the fields in ``changes``.
+    The row copies the one in force on ``effective_from`` and changes the fields in ``changes``;
+    its ``source`` is the reason unless ``changes`` gives one.
     Refused: a date before today (the past is never re-read under a new row), a date that already
     has a row (rows never change), no reason, a change that changes nothing, and a date on or
     before the July 1 of a fiscal year whose roll is already final (that levy was computed with
@@ -195,6 +196,8 @@ def legal_parameters_add(
             _("Los valores dados son los vigentes el %(d)s: la fila nueva no cambiaría nada.") % {"d": effective_from.isoformat()}
         )
     values.update(changes)
+    if "source" not in changes:  # the copied row's source is the old law, not this change
+        values["source"] = reason.strip()[: LegalParameterSet._meta.get_field("source").max_length]
     row = LegalParameterSet(effective_from=effective_from, reason=reason.strip(), created_by=acting_user, **values)
     try:
         row.full_clean()

@@ -12,6 +12,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 from django.db import DatabaseError, transaction
+from django.urls import reverse
 
 from billing import services
 from billing.models import Charge
@@ -186,3 +187,16 @@ def test_rows_never_change_and_list_prints_them(district_1, staff, monkeypatch):
     assert lines[0] == "from 2028-01-01 by hac: Ley 99-2027"
     assert "  surcharge_rate                 0.0100" in lines
     assert any(line.startswith("from 1953-06-10: 22 LPRA") for line in lines)
+
+
+@pytest.mark.django_db
+def test_parameters_page_shows_who_added_a_row_and_why(client, district_1, staff, monkeypatch, tmp_path):
+    on(monkeypatch, date(2026, 12, 1))
+    levy_services.legal_parameters_add(acting_user=staff["hacienda"], effective_from=date(2028, 1, 1),
+                                       changes={"surcharge_rate": Decimal("0.01")}, reason="Ley 99-2027")
+    client.force_login(staff["hacienda"])
+    page = client.get(reverse("levy:parameters")).content.decode()
+    assert "Fuente: Ley 99-2027" in page and "Razón: Ley 99-2027 (hac)" in page and "1.00 %" in page and "0.50 %" in page
+    # The 1953 row is in force today, not the 2028 one (newest first on the page).
+    assert page.count("en vigor hoy") == 1 and page.index("en vigor hoy") > page.index("1.00 %")
+    (tmp_path / "parameters.html").write_text(page)
