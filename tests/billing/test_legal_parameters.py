@@ -200,3 +200,19 @@ def test_parameters_page_shows_who_added_a_row_and_why(client, district_1, staff
     # The 1953 row is in force today, not the 2028 one (newest first on the page).
     assert page.count("en vigor hoy") == 1 and page.index("en vigor hoy") > page.index("1.00 %")
     (tmp_path / "parameters.html").write_text(page)
+
+
+@pytest.mark.django_db
+def test_water_is_priced_with_the_rates_of_the_delivery_date(staff, make_parcel, owner_a, monkeypatch):
+    on(monkeypatch, date(2026, 12, 1))
+    code, _out, err = add("--effective-from", "2027-01-01", "--water-first-year-rate", "2.50", "--reason", "Tarifa 2027",
+                          "--user", "hac")
+    assert code == 0, err
+    new = make_parcel("W1", owner_a, gravity="10", water_since=date(2026, 10, 1))  # first 12 months of water
+    december = services.water_delivery_record(acting_user=staff["authority"], parcel=new, delivered_on=date(2026, 12, 1),
+                                              acre_feet=Decimal("10"))
+    on(monkeypatch, date(2027, 1, 5))
+    january = services.water_delivery_record(acting_user=staff["authority"], parcel=new, delivered_on=date(2027, 1, 5),
+                                             acre_feet=Decimal("10"))
+    assert (december.rate, december.amount) == (Decimal("2.00"), Decimal("20.00"))  # 10 acre-feet × $2.00
+    assert (january.rate, january.amount) == (Decimal("2.50"), Decimal("25.00"))  # 10 acre-feet × $2.50
