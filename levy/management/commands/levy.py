@@ -104,7 +104,11 @@ class Command(BaseCommand):
         for name, kind in PARAMETER_OPTIONS.items():
             field = LegalParameterSet._meta.get_field(name)
             hint = "yes/no" if kind is yes_no else "|".join(value for value, _label in field.choices) if field.choices else None
-            new.add_argument(f"--{name.replace('_', '-')}", dest=f"set_{name}", metavar=hint, help=str(field.verbose_name))
+            fraction = name in ("reserve_cap_rate", "safety_margin_rate", "pumped_weight", "surcharge_rate")
+            new.add_argument(
+                f"--{name.replace('_', '-')}", dest=f"set_{name}", metavar=hint or name.upper(),
+                help=f"{field.verbose_name}" + (" (a fraction: 0.01 is 1 %%)" if fraction else ""),
+            )
         new.add_argument("--reason", required=True, help="why (the law or decree that changes it)")
         new.add_argument("--user", required=True, help="the acting user's username")
 
