@@ -218,7 +218,7 @@ def account_states(
             found.append(extra_payment)
     years = {c.last_day_to_pay.year for found in charges.values() for c in found.values()}
     closed = closed_days(years | {year + 1 for year in years}) if years else frozenset()
-    accounts = {}
+
     def last_day(charge: Charge) -> date:
         row = history.in_force(charge.due_date)
         params = by_row.get(row.pk) or by_row.setdefault(row.pk, delinquency_parameters_of(row))
@@ -226,6 +226,7 @@ def account_states(
         day = max(charge.last_day_to_pay, charge.due_date + timedelta(days=params.grace_days))
         return rules.next_open_day(day=day, closed_days=closed, params=params)
 
+    accounts = {}
     for pk, parcel in parcels.items():
         inputs = [
             rules.ChargeInput(key=key, principal=c.principal.amount, due=c.due_date, last_day=last_day(c),
