@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import date
+from datetime import date, timedelta
 from decimal import Decimal
 from typing import Any
 
@@ -43,7 +43,11 @@ def closed_days(years: Iterable[int]) -> frozenset[date]:
 
 
 def delinquency_parameters(on: date) -> rules.DelinquencyParameters:
-    params = LegalParameterSet.in_force(on)
+    return delinquency_parameters_of(LegalParameterSet.in_force(on))
+
+
+def delinquency_parameters_of(params: LegalParameterSet) -> rules.DelinquencyParameters:
+    """¶12: the delinquency rules of one legal-parameter row."""
     return rules.DelinquencyParameters(
         grace_days=params.grace_days, surcharge_rate=params.surcharge_rate, saturdays_move=params.saturdays_move_last_day,
     )
@@ -92,7 +96,10 @@ def account_states(
     loads each charge's roll line with it (the receipt prints its figures); lists of many accounts
     that never show them pass False (building those objects was a third of the delinquent list's time)."""
     parcels = {parcel.pk: parcel for parcel in parcels}
-    params = delinquency_parameters(as_of)
+    # Each charge's grace days and Saturday rule are those in force on its due date, each
+    # surcharge period's rate the one in force on its first day: a later row changes no past.
+    history = LegalParameterSet.history()
+    by_row: dict[int, rules.DelinquencyParameters] = {}
     charges: dict[int, dict[str, Charge]] = {pk: {} for pk in parcels}
     related = ("fiscal_year", "roll_line") if roll_lines else ("fiscal_year",)
     for charge in Charge.objects.filter(parcel_id__in=parcels).select_related(*related):
@@ -113,15 +120,22 @@ def account_states(
             found.append(extra_payment)
     years = {c.last_day_to_pay.year for found in charges.values() for c in found.values()}
     closed = closed_days(years | {year + 1 for year in years}) if years else frozenset()
+
+    def last_day(charge: Charge) -> date:
+        row = history.in_force(charge.due_date)
+        params = by_row.get(row.pk) or by_row.setdefault(row.pk, delinquency_parameters_of(row))
+        # Never earlier than the stored day; later if a row dated by the due date gives more days.
+        day = max(charge.last_day_to_pay, charge.due_date + timedelta(days=params.grace_days))
+        return rules.next_open_day(day=day, closed_days=closed, params=params)
+
     accounts = {}
     for pk, parcel in parcels.items():
         inputs = [
-            rules.ChargeInput(key=key, principal=c.principal.amount, due=c.due_date,
-                              last_day=rules.next_open_day(day=c.last_day_to_pay, closed_days=closed, params=params),
+            rules.ChargeInput(key=key, principal=c.principal.amount, due=c.due_date, last_day=last_day(c),
                               accrues_surcharge=c.accrues_surcharge)
             for key, c in charges[pk].items()
         ]
-        state = rules.account_state(charges=inputs, payments=payments[pk], as_of=as_of, params=params)
+        state = rules.account_state(charges=inputs, payments=payments[pk], as_of=as_of, rates=history.surcharge_schedule)
         accounts[pk] = Account(parcel=parcel, state=state, charges=charges[pk])
     return accounts
 

@@ -16,13 +16,16 @@ Vocabulary:
   ``add_months(D, n - 1)`` (¶12 "por cada mes o fracción de mes").
 * *surcharge* (*recargo*): ½% of the installment's principal still unpaid at the start of each
   period begun, summed and rounded half-up to the cent once; simple, never compounded (¶12).
+* *rate schedule*: the dated surcharge rates of the legal parameters, ``((effective_from, rate),
+  …)``; each period is charged the rate in force on its first day, so a later row never changes a
+  period that began before it (``docs/interpretations.md``, "Dated legal parameters").
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import date, timedelta
+from datetime import date, datetime, timedelta
 from decimal import Decimal
 
 import holidays
@@ -58,6 +61,55 @@ def _check_rate(value: object, *, name: str) -> Decimal:
     if not isinstance(value, Decimal) or not value.is_finite() or value < 0:
         raise BillingRuleError(f"{name} must be a finite Decimal of zero or more, got {value!r}")
     return value
+
+
+# --- the dated surcharge rate (¶12) ------------------------------------------------------------
+
+RateSchedule = tuple[tuple[date, Decimal], ...]  # ((effective_from, rate per period), …), oldest first
+
+
+def rate_schedule(rate: Decimal | Sequence[tuple[date, Decimal]]) -> RateSchedule:
+    """¶12: the surcharge rate as a dated schedule, oldest row first.
+
+    A single ``Decimal`` is a one-row schedule in force since ``date.min`` (the rate of every
+    period). A sequence of ``(effective_from, rate)`` rows is checked (dates, finite rates of zero
+    or more, no date twice) and returned sorted as a tuple.
+    """
+    if isinstance(rate, Decimal):
+        return ((date.min, _check_rate(rate, name="rate")),)
+    if isinstance(rate, (str, bytes, float, int)) or not isinstance(rate, Iterable):
+        raise BillingRuleError(f"rate must be a Decimal or a schedule of (date, rate) rows, got {rate!r}")
+    rows: list[tuple[date, Decimal]] = []
+    for row in rate:
+        if not isinstance(row, tuple) or len(row) != 2:
+            raise BillingRuleError(f"a rate schedule row is (effective_from, rate), got {row!r}")
+        start, value = row
+        if not isinstance(start, date) or isinstance(start, datetime):
+            raise BillingRuleError(f"a rate schedule row starts on a date, got {start!r}")
+        rows.append((start, _check_rate(value, name=f"rate from {start}")))
+    if not rows:
+        raise BillingRuleError("a rate schedule needs at least one row")
+    rows.sort(key=lambda row: row[0])
+    for (earlier, _), (later, _) in zip(rows, rows[1:], strict=False):
+        if earlier == later:
+            raise BillingRuleError(f"two rates take effect on {later}")
+    return tuple(rows)
+
+
+def rate_on(*, schedule: RateSchedule, day: date) -> Decimal:
+    """¶12: the rate of the latest schedule row in force on ``day`` (``effective_from <= day``).
+
+    A period is charged the rate in force on its first day. No row in force yet is an error, not
+    a zero rate: the schedule must reach back to the first period it is asked about.
+    """
+    found = None
+    for start, value in schedule:
+        if start > day:
+            break
+        found = value
+    if found is None:
+        raise BillingRuleError(f"no surcharge rate in force on {day} (the schedule starts {schedule[0][0]})")
+    return found
 
 
 # --- due dates and the last day to pay (¶12) ---------------------------------------------------
@@ -158,16 +210,21 @@ def delinquency_periods(*, first_delinquent: date, on: date) -> int:
     return periods
 
 
-def surcharge_for(*, principal: Decimal, first_delinquent: date, on: date, rate: Decimal) -> Decimal:
-    """¶12: surcharge as of ``on`` when nothing has been paid: ``rate × periods × principal``.
+def surcharge_for(
+    *, principal: Decimal, first_delinquent: date, on: date, rate: Decimal | Sequence[tuple[date, Decimal]]
+) -> Decimal:
+    """¶12: surcharge as of ``on`` when nothing has been paid: ``Σ rate_n × principal`` over the
+    periods begun, ``rate_n`` being the rate in force on period ``n``'s first day.
 
-    Rounded half-up to the cent once. 6,930.90 delinquent from 2026-09-01 and paid 2026-10-15
-    (two periods begun) owes 69.31.
+    ``rate`` is one rate (every period) or a dated schedule (:func:`rate_schedule`). The sum is
+    rounded half-up to the cent once. 6,930.90 delinquent from 2026-09-01 and paid 2026-10-15 (two
+    periods begun) owes 69.31 at ½%.
     """
     _check_money(principal, name="principal")
-    _check_rate(rate, name="rate")
+    schedule = rate_schedule(rate)
     periods = delinquency_periods(first_delinquent=first_delinquent, on=on)
-    return round_cents(rate * periods * principal)
+    starts = (add_months(first_delinquent, number - 1) for number in range(1, periods + 1))
+    return round_cents(sum((rate_on(schedule=schedule, day=start) * principal for start in starts), ZERO))
 
 
 # --- the account replay (¶12, ¶13) -------------------------------------------------------------
@@ -235,8 +292,10 @@ class ChargeState:
 
     ``surcharge_basis`` lists, for each period begun while principal was still unpaid, the
     period's start and the principal unpaid at that start (so a statement can print "½% × 2 meses
-    sobre $6,930.90"); ``periods`` is its length and ``surcharge`` is ``rate × Σ basis`` rounded
-    half-up once. A charge paid in full stops accruing, so its ``periods`` stays where it was.
+    sobre $6,930.90"); ``periods`` is its length and ``surcharge`` is ``Σ rate × unpaid`` over the
+    basis, rounded half-up once. ``surcharge_rates`` gives, row for row with the basis, the rate in
+    force on each period's first day. A charge paid in full stops accruing, so its ``periods``
+    stays where it was.
     """
 
     key: str
@@ -252,6 +311,7 @@ class ChargeState:
     balance: Decimal
     accrues_surcharge: bool = True
     first_delinquent: date | None = None
+    surcharge_rates: tuple[Decimal, ...] = ()
 
     @property
     def surcharge_due(self) -> Decimal:
@@ -310,14 +370,15 @@ class _Ledger:
             rows.append((start, unpaid))
         return tuple(rows)
 
-    def surcharge(self, *, on: date, rate: Decimal) -> Decimal:
-        """Surcharge accrued as of ``on``: ``rate × Σ basis``, half-up to the cent once."""
-        return _surcharge_on(self.basis(on=on), rate=rate)
+    def surcharge(self, *, on: date, schedule: RateSchedule) -> Decimal:
+        """Surcharge accrued as of ``on``: ``Σ rate × unpaid`` over the basis, half-up once."""
+        return _surcharge_on(self.basis(on=on), schedule=schedule)
 
 
-def _surcharge_on(basis: tuple[tuple[date, Decimal], ...], *, rate: Decimal) -> Decimal:
-    """¶12: ``rate × Σ`` unpaid principal over the periods begun, half-up to the cent once."""
-    return round_cents(rate * sum((unpaid for _, unpaid in basis), ZERO))
+def _surcharge_on(basis: tuple[tuple[date, Decimal], ...], *, schedule: RateSchedule) -> Decimal:
+    """¶12: ``Σ rate × unpaid`` over the periods begun, each period at the rate in force on its
+    first day, half-up to the cent once (for the whole charge, never per period)."""
+    return round_cents(sum((rate_on(schedule=schedule, day=start) * unpaid for start, unpaid in basis), ZERO))
 
 
 def _unique(keys: Iterable[str], *, what: str) -> None:
@@ -334,6 +395,7 @@ def account_state(
     payments: Sequence[PaymentInput],
     as_of: date,
     params: DelinquencyParameters = DelinquencyParameters(),
+    rates: Sequence[tuple[date, Decimal]] | None = None,
 ) -> AccountState:
     """¶12, ¶13: replay an account's charges and dated payments up to ``as_of``.
 
@@ -342,16 +404,20 @@ def account_state(
     half early is allowed), and within a charge first to the surcharge accrued as of the payment
     date and not yet paid, then to principal. Money beyond every charge is ``credit_balance``.
 
-    The surcharge of a charge as of a date is ``rate × Σ`` over the periods begun by that date of
-    the principal unpaid at the period's start (principal paid by payments dated strictly before
-    that start), rounded half-up to the cent once; never compounded, never on surcharge. A period's
+    The surcharge of a charge as of a date is ``Σ rate × unpaid`` over the periods begun by that
+    date: the principal unpaid at the period's start (principal paid by payments dated strictly
+    before that start) times the rate in force on that start, rounded half-up to the cent once;
+    never compounded, never on surcharge. ``rates`` is the dated schedule of surcharge rates
+    (:func:`rate_schedule`); without it every period uses ``params.surcharge_rate``. A schedule row
+    dated after a period's start never changes that period, so a new row changes neither an
+    earlier period nor the allocation of a payment dated before it. A period's
     basis depends only on payments dated before it starts, so the result is idempotent and the
     surcharge of every charge never decreases as ``as_of`` moves forward; a charge whose principal
     is paid stops accruing, so credit never has to be re-applied.
     """
     _unique((charge.key for charge in charges), what="charges")
     _unique((payment.key for payment in payments), what="payments")
-    rate = params.surcharge_rate
+    schedule = rate_schedule(params.surcharge_rate if rates is None else rates)
     ledgers = [
         _Ledger(charge=charge, first_delinquent=charge.last_day + timedelta(days=1))
         for charge in sorted(charges, key=lambda charge: (charge.due, charge.key))
@@ -369,7 +435,7 @@ def account_state(
         for ledger in ledgers:
             if left == 0:
                 break
-            accrued = ledger.surcharge(on=payment.paid_on, rate=rate)
+            accrued = ledger.surcharge(on=payment.paid_on, schedule=schedule)
             to_surcharge = min(left, accrued - ledger.surcharge_paid)
             to_principal = min(left - to_surcharge, ledger.charge.principal - ledger.principal_paid)
             if to_surcharge == 0 and to_principal == 0:
@@ -389,7 +455,7 @@ def account_state(
             )
         credit += left
 
-    states = tuple(_charge_state(ledger, as_of=as_of, rate=rate) for ledger in ledgers)
+    states = tuple(_charge_state(ledger, as_of=as_of, schedule=schedule) for ledger in ledgers)
     applied = sum((state.paid for state in states), ZERO)
     if applied + credit != received:  # money is neither lost nor applied twice
         raise AssertionError(f"replay lost money: {applied} + {credit} != {received}")
@@ -403,10 +469,10 @@ def account_state(
     )
 
 
-def _charge_state(ledger: _Ledger, *, as_of: date, rate: Decimal) -> ChargeState:
+def _charge_state(ledger: _Ledger, *, as_of: date, schedule: RateSchedule) -> ChargeState:
     charge = ledger.charge
     basis = ledger.basis(on=as_of)
-    surcharge = _surcharge_on(basis, rate=rate)
+    surcharge = _surcharge_on(basis, schedule=schedule)
     paid = ledger.principal_paid + ledger.surcharge_paid
     return ChargeState(
         key=charge.key,
@@ -422,7 +488,27 @@ def _charge_state(ledger: _Ledger, *, as_of: date, rate: Decimal) -> ChargeState
         balance=charge.principal + surcharge - paid,
         accrues_surcharge=charge.accrues_surcharge,
         first_delinquent=ledger.first_delinquent if charge.accrues_surcharge else None,
+        surcharge_rates=tuple(rate_on(schedule=schedule, day=start) for start, _ in basis),
     )
+
+
+def surcharge_runs(state: ChargeState) -> tuple[tuple[int, Decimal, Decimal], ...]:
+    """¶12: a charge's surcharge basis as runs of consecutive periods with the same rate and the
+    same unpaid principal, ``((months, rate, unpaid), …)``, for "½% × 2 meses sobre $6,930.90".
+
+    The rates must be row for row with the basis (as :func:`account_state` builds them).
+    """
+    if len(state.surcharge_rates) != len(state.surcharge_basis):
+        raise BillingRuleError(
+            f"charge {state.key!r}: {len(state.surcharge_rates)} rates for {len(state.surcharge_basis)} periods"
+        )
+    runs: list[tuple[int, Decimal, Decimal]] = []
+    for (_start, unpaid), rate in zip(state.surcharge_basis, state.surcharge_rates, strict=True):
+        if runs and runs[-1][1] == rate and runs[-1][2] == unpaid:
+            runs[-1] = (runs[-1][0] + 1, rate, unpaid)
+        else:
+            runs.append((1, rate, unpaid))
+    return tuple(runs)
 
 
 # --- sec. 374a water sales before the levy starts (¶8) -----------------------------------------
@@ -497,28 +583,10 @@ def collection_split(*, amount: Decimal, reserve: Decimal, total_levy: Decimal) 
 #
 # The ledger is the one truth: each payment's allocation is stored when its receipt is issued and
 # never derived again; a later event (a correction, a closure, a void) posts its own dated entry.
-# The functions below are the pure arithmetic of those entries. ``RateSchedule`` is the dated ¶12
-# surcharge rate, ``((effective_from, rate), ...)``: each surcharge period uses the rate in force
-# on its first day.
+# The functions below are the pure arithmetic of those entries. ``RateSchedule`` (above) is the dated
+# ¶12 surcharge rate: each surcharge period uses the rate in force on its first day (``rate_on``).
 
-RateSchedule = tuple[tuple[date, Decimal], ...]
 HUNDRED = Decimal(100)
-
-
-def rate_in_force(*, schedule: RateSchedule, on: date) -> Decimal:
-    """¶12: the surcharge rate of the latest row of ``schedule`` in force on ``on``.
-
-    Refuses a day before every row: no rate is guessed.
-    """
-    found: Decimal | None = None
-    start: date | None = None
-    for effective_from, rate in schedule:
-        _check_rate(rate, name="surcharge rate")
-        if effective_from <= on and (start is None or effective_from >= start):
-            found, start = rate, effective_from
-    if found is None:
-        raise BillingRuleError(f"no surcharge rate is in force on {on}")
-    return found
 
 
 def _cents_only(value: object, *, name: str) -> Decimal:
@@ -1052,7 +1120,7 @@ def surcharge_basis(
         unpaid = principal - paid_before
         if unpaid <= 0:
             break
-        rows.append((start, rate_in_force(schedule=schedule, on=start), unpaid))
+        rows.append((start, rate_on(schedule=schedule, day=start), unpaid))
     return tuple(rows)
 
 

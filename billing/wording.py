@@ -20,7 +20,7 @@ LONG_DATE = {"es": r"j \d\e F \d\e Y", "en": "F j, Y"}
 
 def rate_label(rate: Decimal) -> str:
     """¶12: ``½%`` for the statutory rate, else the percentage."""
-    return "½%" if rate == Decimal("0.005") else f"{rate * 100:g}%"
+    return "½%" if rate == Decimal("0.005") else f"{(rate * 100).normalize():f}%"
 
 
 def surcharge_groups(charge_state: rules.ChargeState) -> list[list]:
@@ -44,8 +44,13 @@ def surcharge_text(groups: Iterable[Sequence], rate: Decimal) -> str:
 
 
 def surcharge_explanation(charge_state: rules.ChargeState, rate: Decimal) -> str:
-    """¶12: how a charge's surcharge was counted (empty when none accrued)."""
-    return surcharge_text(surcharge_groups(charge_state), rate)
+    """¶12: how a charge's surcharge was counted (empty when none accrued), each run of months at
+    the rate in force on their first days (``rate`` only for a state without per-period rates)."""
+    if len(charge_state.surcharge_rates) != len(charge_state.surcharge_basis):
+        return surcharge_text(surcharge_groups(charge_state), rate)
+    return " + ".join(
+        surcharge_text([[months, str(unpaid)]], run_rate) for months, run_rate, unpaid in rules.surcharge_runs(charge_state)
+    )
 
 
 def long_date(day: date | None, lang_key: str) -> str:

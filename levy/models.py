@@ -3,7 +3,12 @@
 Design:
 - ``LegalParameterSet`` holds the statutory constants (2% reserve cap, 2% margin, 50% pumped
   weight, 12 months, 60 days, ½% a month, the month convention …) as dated values. A change in
-  the law is a new row; a fiscal year uses the row in force on its July 1.
+  the law is a new row (``legal_parameters_add``: never dated in the past, with who and why);
+  rows never change (append-only). Each rule uses the row in force on its own date: a levy the
+  row of its July 1 (stored on the levy), the grace days and the Saturday rule the row of an
+  installment's due date, the late-roll rule the row of the finalization date, water rates the
+  row of the delivery date, and each ¶12 surcharge period the rate of its first day
+  (``docs/interpretations.md``). So a new row never changes a period that began before it.
 - ``Estimate`` is what the Authority enters for a fiscal year (¶1(1), ¶1(2), ¶2, ¶3). Once
   certified its amounts never change (a trigger refuses it); replacing it is a new estimate that
   says why and points at the one it supersedes.
@@ -20,6 +25,9 @@ Amounts are dollars in ``MoneyField(max_digits=14, decimal_places=2)`` (USD).
 
 from __future__ import annotations
 
+from bisect import bisect_right
+from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 from datetime import date
 from decimal import Decimal
 
@@ -30,7 +38,7 @@ from django.db.models import Q
 from django.utils.translation import gettext_lazy as _
 from djmoney.models.fields import MoneyField
 
-from parcels.database import NO_TRUNCATE
+from parcels.database import APPEND_ONLY, NO_TRUNCATE
 
 from . import rules
 
@@ -62,13 +70,24 @@ class LegalParameterSet(models.Model):
     water_first_year_rate = models.DecimalField(_("agua: primer año, por acre-pie (sec. 374a)"), max_digits=6, decimal_places=2)
     water_max_authority_rate = models.DecimalField(_("agua: tope de la tarifa de la Autoridad (sec. 374a)"), max_digits=6, decimal_places=2)
     water_pumped_rate = models.DecimalField(_("agua: bombeo propio tras el primer año (sec. 374a)"), max_digits=6, decimal_places=2)
+    reason = models.TextField(_("razón"), blank=True, default="")
+    # Null only for the rows seeded by migration (the statute itself), which no user entered.
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         ordering = ["-effective_from"]
         verbose_name = _("parámetros legales")
         verbose_name_plural = _("parámetros legales")
-        triggers = [NO_TRUNCATE]
+        # A row in force has been used (levies, last days, surcharge periods): a change is a new row.
+        triggers = APPEND_ONLY
+
+    # Fields a new row may change (everything but its date, who, why and when); the rest is copied.
+    VALUE_FIELDS = (
+        "source", "reserve_cap_rate", "safety_margin_rate", "pumped_weight", "water_months", "month_convention",
+        "grace_days", "surcharge_rate", "saturdays_move_last_day", "late_roll_due_on_finalization",
+        "water_first_year_rate", "water_max_authority_rate", "water_pumped_rate",
+    )
 
     @classmethod
     def in_force(cls, on: date) -> LegalParameterSet:
@@ -76,6 +95,12 @@ class LegalParameterSet(models.Model):
         if found is None:
             raise rules.LevyRuleError(f"no legal parameters in force on {on.isoformat()}")
         return found
+
+    @classmethod
+    def history(cls) -> ParameterHistory:
+        """Every row, read once, to look up many dates without a query each (an account replay
+        needs the row of each charge's due date and the surcharge rate of each period)."""
+        return ParameterHistory(rows=tuple(cls.objects.order_by("effective_from")))
 
     def as_rules(self) -> rules.LegalParameters:
         return rules.LegalParameters(
@@ -89,8 +114,32 @@ class LegalParameterSet(models.Model):
         return {
             field.name: str(getattr(self, field.name))
             for field in self._meta.fields
-            if field.name not in ("id", "created_at")
+            if field.name not in ("id", "created_at", "created_by", "reason")
         }
+
+
+@dataclass(frozen=True)
+class ParameterHistory:
+    """The legal-parameter rows, oldest first, as read at one moment."""
+
+    rows: tuple[LegalParameterSet, ...]
+    dates: tuple[date, ...] = dataclass_field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "dates", tuple(row.effective_from for row in self.rows))
+
+    def in_force(self, on: date) -> LegalParameterSet:
+        """The row in force on ``on``: the latest with ``effective_from <= on``."""
+        index = bisect_right(self.dates, on)
+        if index == 0:
+            raise rules.LevyRuleError(f"no legal parameters in force on {on.isoformat()}")
+        return self.rows[index - 1]
+
+    @property
+    def surcharge_schedule(self) -> tuple[tuple[date, Decimal], ...]:
+        """¶12: the dated surcharge rates ``((effective_from, rate), …)``, oldest first, for
+        ``billing.rules.account_state(rates=…)``."""
+        return tuple((row.effective_from, row.surcharge_rate) for row in self.rows)
 
 
 class FiscalYear(models.Model):
@@ -190,6 +239,11 @@ class Levy(models.Model):
     fiscal_year = models.ForeignKey(FiscalYear, on_delete=models.PROTECT, related_name="levies")
     estimate = models.ForeignKey(Estimate, on_delete=models.PROTECT, related_name="levies")
     status = models.CharField(max_length=5, choices=Status.choices, default=Status.DRAFT)
+    # The row in force on the fiscal year's July 1 that the levy was computed with; ``parameters``
+    # is its snapshot as printed on the worksheet.
+    parameter_set = models.ForeignKey(
+        LegalParameterSet, on_delete=models.PROTECT, related_name="levies", verbose_name=_("parámetros legales usados"),
+    )
     parameters = models.JSONField(_("parámetros legales usados"))
     registry_fingerprint = models.CharField(max_length=64)
     om_estimate = money_field(_("¶1(1) gastos de O&M"))

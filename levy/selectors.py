@@ -71,7 +71,7 @@ def roll_totals(queryset: QuerySet[RollLine], *, pumped_weight: Decimal | None =
 
 
 def parameter_sets() -> QuerySet[LegalParameterSet]:
-    return LegalParameterSet.objects.order_by("-effective_from")
+    return LegalParameterSet.objects.select_related("created_by").order_by("-effective_from")
 
 
 def parameter_set_in_force(on: date) -> LegalParameterSet | None:

@@ -1,8 +1,10 @@
 """Write paths of the yearly levy: one atomic service per action, each checking the acting
-user's role and recording who acted (``estimate_enter``, ``estimate_certify``, ``levy_compute``).
-The arithmetic lives in ``levy.rules``. Finalizing the roll and correcting a final roll line
-create charges, so they are billing's (``billing.services.installments.roll_finalize``,
-``billing.services.corrections.roll_correction_create``): levy imports nothing of billing."""
+"""Write paths of the yearly levy: one atomic service per action, each checking the acting
+user's role and recording who acted (``estimate_enter``, ``estimate_certify``, ``levy_compute``,
+``legal_parameters_add``). The arithmetic lives in ``levy.rules``. Finalizing the roll and
+correcting a final roll line create charges, so they are billing's
+(``billing.services.installments.roll_finalize``, ``billing.services.corrections.roll_correction_create``):
+levy imports nothing of billing."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
+from django.core.exceptions import ValidationError
 from django.db import connection, transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
@@ -146,6 +149,70 @@ def estimate_certify(*, acting_user: Any, fiscal_year: str) -> Estimate:
     return estimate
 
 
+@transaction.atomic
+def legal_parameters_add(
+    *, acting_user: Any, effective_from: date, changes: dict[str, Any], reason: str, today: date | None = None,
+) -> LegalParameterSet:
+    """¶1–¶12: a Hacienda officer records a change in the law as a new dated row of legal parameters.
+
+    The row copies the one in force on ``effective_from`` and changes the fields in ``changes``;
+    its ``source`` is the reason unless ``changes`` gives one.
+    Refused: a date before today (the past is never re-read under a new row), a date that already
+    has a row (rows never change), no reason, a change that changes nothing, and a date on or
+    before the July 1 of a fiscal year whose roll is already final (that levy was computed with
+    the row in force on its July 1 and keeps it). Records who added it and why."""
+    require_role(acting_user, HACIENDA)
+    today = today or timezone.localdate()
+    if effective_from < today:
+        raise LevyError(
+            _("La fecha de vigencia %(d)s ya pasó (hoy es %(t)s): una ley nueva rige desde hoy o después; "
+              "el pasado no se recalcula.") % {"d": effective_from.isoformat(), "t": today.isoformat()}
+        )
+    if not reason.strip():
+        raise LevyError(_("Un cambio de parámetros legales requiere una razón."))
+    unknown = sorted(set(changes) - set(LegalParameterSet.VALUE_FIELDS))
+    if unknown:
+        raise LevyError(_("Parámetros desconocidos: %(f)s.") % {"f": ", ".join(unknown)})
+    # One writer at a time, so two officers cannot both add the same date or copy a stale row.
+    rows = list(LegalParameterSet.objects.select_for_update().order_by("effective_from"))
+    if any(row.effective_from == effective_from for row in rows):
+        raise LevyError(
+            _("Ya hay parámetros legales vigentes desde el %(d)s; una fila no se cambia: elija otra fecha.")
+            % {"d": effective_from.isoformat()}
+        )
+    earlier = [row for row in rows if row.effective_from < effective_from]
+    if not earlier:
+        raise LevyError(_("No hay parámetros legales vigentes el %(d)s que copiar.") % {"d": effective_from.isoformat()})
+    base = earlier[-1]
+    final = Levy.objects.filter(status=Levy.Status.FINAL, fiscal_year__start__gte=effective_from).select_related("fiscal_year")
+    final = final.order_by("fiscal_year__start").first()
+    if final is not None:
+        raise LevyError(
+            _("El padrón de %(y)s ya está finalizado con los parámetros vigentes el %(s)s: una fila desde el %(d)s "
+              "lo contradiría. Elija una fecha posterior al %(s)s.")
+            % {"y": final.fiscal_year.label, "s": final.fiscal_year.start.isoformat(), "d": effective_from.isoformat()}
+        )
+    values = {name: getattr(base, name) for name in LegalParameterSet.VALUE_FIELDS}
+    if all(values[name] == value for name, value in changes.items()):
+        raise LevyError(
+            _("Los valores dados son los vigentes el %(d)s: la fila nueva no cambiaría nada.") % {"d": effective_from.isoformat()}
+        )
+    values.update(changes)
+    if "source" not in changes:  # the copied row's source is the old law, not this change
+        values["source"] = reason.strip()[: LegalParameterSet._meta.get_field("source").max_length]
+    row = LegalParameterSet(effective_from=effective_from, reason=reason.strip(), created_by=acting_user, **values)
+    try:
+        row.full_clean()
+        row.as_rules()  # the pure rules' own bounds (rates below 1, whole months and days)
+    except ValidationError as exc:
+        raise LevyError("; ".join(f"{name}: {' '.join(errors)}" for name, errors in exc.message_dict.items())) from exc
+    except rules.LevyRuleError as exc:
+        raise LevyError(str(exc)) from exc
+    row.save()
+    row.refresh_from_db()  # the stored figures (0.0100), not the ones given
+    return row
+
+
 def _draft_discard(year: FiscalYear) -> None:
     """Drop the year's draft levy and its lines in two statements (not one query per line)."""
     draft = draft_levy(year)
@@ -235,7 +302,8 @@ def levy_compute(*, acting_user: Any, fiscal_year: str, progress: Callable[[int,
     _draft_discard(year)
     sheet = result.worksheet
     levy = Levy.objects.create(
-        fiscal_year=year, estimate=estimate, parameters=params.snapshot(), registry_fingerprint=fingerprint,
+        fiscal_year=year, estimate=estimate, parameter_set=params, parameters=params.snapshot(),
+        registry_fingerprint=fingerprint,
         om_estimate=sheet.om_estimate, reserve=sheet.reserve, credits=sheet.credits,
         credits_certified=sheet.credits_certified, deficit=sheet.deficit, surplus=sheet.surplus,
         misc_income=sheet.misc_income, k0=sheet.k0, subtotal=sheet.subtotal, safety_margin=sheet.safety_margin,

@@ -521,7 +521,7 @@ def parameters(request: HttpRequest) -> HttpResponse:
     for parameter_set in sets:
         rows = []
         for field in LegalParameterSet._meta.fields:
-            if field.name in ("id", "created_at", "effective_from", "source"):
+            if field.name in ("id", "created_at", "effective_from", "source", "reason", "created_by"):
                 continue
             value = getattr(parameter_set, field.name)
             if field.name in PERCENT_FIELDS:

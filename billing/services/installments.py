@@ -26,7 +26,7 @@ def installments_issue(*, acting_user: Any, levy: Levy) -> int:
     (O&M charge less the water-right credit). Idempotent: running it again creates nothing."""
     if not levy.is_final:
         raise BillingError(_("Solo un padrón finalizado genera plazos."))
-    params = LegalParameterSet.in_force(levy.fiscal_year.start)
+    params = LegalParameterSet.in_force(levy.finalized_on)  # the late-roll rule of the finalization date
     finalized_on = levy.finalized_on if params.late_roll_due_on_finalization else None
     halves = {}
     for number in (1, 2):

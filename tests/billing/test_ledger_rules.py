@@ -51,7 +51,7 @@ from billing.rules import (
     give_back,
     give_back_for,
     ledger_state,
-    rate_in_force,
+    rate_on,
 )
 from levy.rules import installments
 
@@ -335,10 +335,10 @@ def apply_action(standing, action, *, key):
 
 def test_each_period_uses_the_rate_in_force_on_its_first_day():
     schedule = ((date(2000, 1, 1), D("0.005")), (date(2027, 1, 1), D("0.01")))
-    assert rate_in_force(schedule=schedule, on=date(2026, 12, 31)) == D("0.005")
-    assert rate_in_force(schedule=schedule, on=JAN) == D("0.01")
+    assert rate_on(schedule=schedule, day=date(2026, 12, 31)) == D("0.005")
+    assert rate_on(schedule=schedule, day=JAN) == D("0.01")
     with pytest.raises(BillingRuleError):
-        rate_in_force(schedule=schedule, on=date(1999, 12, 31))
+        rate_on(schedule=schedule, day=date(1999, 12, 31))
     # 1,000.00 delinquent from 2026-12-01; as of 2027-02-15 three periods: 5.00 + 10.00 + 10.00
     charge = ChargeRecord(key="A", principal=D("1000.00"), due=date(2026, 9, 30), last_day=date(2026, 11, 30))
     state = ledger_state(charges=[charge], payments=[], as_of=date(2027, 2, 15), schedule=schedule)

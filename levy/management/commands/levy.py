@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import csv
 import json
+from datetime import date
 from decimal import Decimal, InvalidOperation
+from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from levy import services
+from levy import selectors, services
 from levy.exports import ROLL_COLUMNS, levy_summary, roll_rows
-from levy.models import Levy
+from levy.models import LegalParameterSet, Levy
 
 
 def amount(value: str) -> Decimal:
@@ -27,8 +29,39 @@ def amount(value: str) -> Decimal:
     return result
 
 
+def yes_no(value: str) -> bool:
+    if value.lower() in ("yes", "sí", "si", "true"):
+        return True
+    if value.lower() in ("no", "false"):
+        return False
+    raise CommandError(f"write yes or no, not {value!r}")
+
+
+def whole(value: str) -> int:
+    if not value.isdigit():
+        raise CommandError(f"not a whole number of zero or more: {value!r}")
+    return int(value)
+
+
+def iso_date(value: str) -> date:
+    try:
+        return date.fromisoformat(value)
+    except ValueError:
+        raise CommandError(f"not a date (YYYY-MM-DD): {value!r}") from None
+
+
+# ``levy parameters add`` takes every value field of a legal-parameter row as an option.
+PARAMETER_OPTIONS: dict[str, Any] = {
+    "source": str, "reserve_cap_rate": amount, "safety_margin_rate": amount, "pumped_weight": amount,
+    "water_months": whole, "month_convention": str, "grace_days": whole, "surcharge_rate": amount,
+    "saturdays_move_last_day": yes_no, "late_roll_due_on_finalization": yes_no, "water_first_year_rate": amount,
+    "water_max_authority_rate": amount, "water_pumped_rate": amount,
+}
+assert tuple(PARAMETER_OPTIONS) == LegalParameterSet.VALUE_FIELDS
+
+
 class Command(BaseCommand):
-    help = "The yearly levy: estimates, certify, compute, finalize, show, export."
+    help = "The yearly levy: estimates, certify, compute, finalize, show, export; dated legal parameters."
 
     def add_arguments(self, parser: CommandParser) -> None:
         sub = parser.add_subparsers(dest="action", required=True)
@@ -62,7 +95,25 @@ class Command(BaseCommand):
         export = add("export", "print the roll", user=False)
         export.add_argument("--format", choices=["csv"], default="csv")
 
-    def handle(self, *args, action: str, fiscal_year: str, **options) -> None:
+        parameters = sub.add_parser("parameters", help="the dated legal parameters (¶1–¶12, sec. 374a)")
+        parameters_sub = parameters.add_subparsers(dest="parameters_action", required=True)
+        parameters_sub.add_parser("list", help="print every row, newest first")
+        new = parameters_sub.add_parser(
+            "add", help="a new row from a date (Hacienda): the row in force then, with the given fields changed"
+        )
+        new.add_argument("--effective-from", required=True, help="YYYY-MM-DD, today or later")
+        for name, kind in PARAMETER_OPTIONS.items():
+            field = LegalParameterSet._meta.get_field(name)
+            hint = "yes/no" if kind is yes_no else "|".join(value for value, _label in field.choices) if field.choices else None
+            fraction = name in ("reserve_cap_rate", "safety_margin_rate", "pumped_weight", "surcharge_rate")
+            new.add_argument(
+                f"--{name.replace('_', '-')}", dest=f"set_{name}", metavar=hint or name.upper(),
+                help=f"{field.verbose_name}" + (" (a fraction: 0.01 is 1 %%)" if fraction else ""),
+            )
+        new.add_argument("--reason", required=True, help="why (the law or decree that changes it)")
+        new.add_argument("--user", required=True, help="the acting user's username")
+
+    def handle(self, *args, action: str, fiscal_year: str | None = None, **options) -> None:
         try:
             getattr(self, f"do_{action}")(fiscal_year, options)
         except services.LevyError as exc:
@@ -108,6 +159,31 @@ class Command(BaseCommand):
         call_command("roll", "correct", "--fiscal-year", fiscal_year, "--user", options["user"], "--parcel", options["parcel"],
                      "--om-charge-delta", options["om_charge_delta"], "--credit-delta", options["credit_delta"],
                      "--reason", options["reason"], "--due", options["due"], stdout=self.stdout, stderr=self.stderr)
+
+    def do_parameters(self, fiscal_year: None, options: dict) -> None:
+        if options["parameters_action"] == "list":
+            self.write_parameters()
+            return
+        changes = {
+            name: kind(options[f"set_{name}"]) for name, kind in PARAMETER_OPTIONS.items() if options[f"set_{name}"] is not None
+        }
+        if not changes:
+            raise CommandError("give at least one parameter to change, e.g. --surcharge-rate 0.01")
+        row = services.legal_parameters_add(
+            acting_user=self.user(options), effective_from=iso_date(options["effective_from"]), changes=changes,
+            reason=options["reason"],
+        )
+        changed = ", ".join(f"{name} {row.snapshot()[name]}" for name in changes)
+        self.stdout.write(f"legal parameters in force from {row.effective_from.isoformat()} added by "
+                          f"{row.created_by.username}: {changed}")
+
+    def write_parameters(self) -> None:
+        for row in selectors.parameter_sets():
+            who = f" by {row.created_by.username}" if row.created_by else ""
+            self.stdout.write(f"from {row.effective_from.isoformat()}{who}: {row.reason or row.source}")
+            for name, value in row.snapshot().items():
+                if name != "effective_from":
+                    self.stdout.write(f"  {name:<30} {value}")
 
     def levy(self, fiscal_year: str) -> Levy:
         year = services.fiscal_year_get(fiscal_year)
