@@ -1,5 +1,4 @@
 """Write paths of the yearly levy: one atomic service per action, each checking the acting
-"""Write paths of the yearly levy: one atomic service per action, each checking the acting
 user's role and recording who acted (``estimate_enter``, ``estimate_certify``, ``levy_compute``,
 ``legal_parameters_add``). The arithmetic lives in ``levy.rules``. Finalizing the roll and
 correcting a final roll line create charges, so they are billing's
