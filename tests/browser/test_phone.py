@@ -151,7 +151,9 @@ def test_landowner_pages_fit_a_phone_and_say_first_what_is_owed(visit, district,
     applied = _stacked_cells(visit, "main table.table-stack >> nth=1")
     assert "$500.00" in [c["text"] for c in applied if c["money"]]
 
-    # the language switch and sign-out stay on screen on the narrow header
+    # the landowner's one-item menu stays open; the language switch and sign-out stay on screen
+    assert not visit.page.locator("header .nav-toggle").is_visible()
+    assert visit.page.locator("header nav a[href='/']").is_visible()
     switch = visit.page.locator("header .lang-switch button")
     assert switch.is_visible() and switch.bounding_box()["x"] + switch.bounding_box()["width"] <= WIDTH
     sign_out = visit.page.locator("header form[action$='/cuenta/salir/'] button")
@@ -163,6 +165,20 @@ def test_the_counter_fits_a_phone(visit, district, language):
     p1 = district["p1"]
     _open(visit, language, "u_collector")
     _look(visit, "/colecturia/", "counter", language)
+    # the staff's long menu folds behind one button; it opens, and the language switch and
+    # sign-out stay on screen beside it
+    toggle = visit.page.locator("header .nav-toggle")
+    counter_link = visit.page.locator("header nav a[href='/colecturia/']")
+    assert toggle.is_visible() and not counter_link.is_visible()
+    assert toggle.get_attribute("aria-expanded") == "false"
+    toggle.click()
+    assert toggle.get_attribute("aria-expanded") == "true" and counter_link.is_visible()
+    visit.check()
+    if SHOTS:
+        visit.page.screenshot(path=os.path.join(SHOTS, f"{language}-counter-menu-open.png"))
+    for control in ("header .lang-switch button", "header form[action$='/cuenta/salir/'] button"):
+        box = visit.page.locator(control).bounding_box()
+        assert box["x"] >= 0 and box["x"] + box["width"] <= WIDTH and box["y"] < HEIGHT, control
     _look(visit, f"/colecturia/predio/{p1.pk}/", "counter-parcel", language)
     cells = _stacked_cells(visit, "main table.table-stack")
     assert "$8,766.80" in [c["text"] for c in cells if c["money"]]
