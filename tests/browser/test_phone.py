@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import os
 import re
-from datetime import date
+from datetime import date, datetime
+from zoneinfo import ZoneInfo
 from decimal import Decimal
 
 import pytest
@@ -46,9 +47,11 @@ STACKED_CELLS = """(table) => [...table.querySelectorAll('tbody td[data-label], 
 })"""
 
 
-@pytest.fixture
-def district(monkeypatch):
-    move_clock_to(monkeypatch, OCTOBER_15)
+JULY_15 = datetime(2026, 7, 15, 10, 0, tzinfo=ZoneInfo("America/Puerto_Rico"))  # within July's 60 days
+
+
+def _district(monkeypatch, moment: datetime) -> dict:
+    move_clock_to(monkeypatch, moment)
     _finalized_district()
     carmen = Owner.objects.get(owner_key="OW-1")
     user_create(username="carmen", role="landowner", password=PASSWORD, owner=carmen)
@@ -57,6 +60,11 @@ def district(monkeypatch):
     p1 = Parcel.objects.get(parcel_id="P1")
     receipt = services.payment_record(acting_user=collector, parcel=p1, amount=Decimal("500.00"), paid_on=date(2026, 7, 10))
     return {"p1": p1, "p2": Parcel.objects.get(parcel_id="P2"), "receipt": receipt}
+
+
+@pytest.fixture
+def district(monkeypatch):
+    return _district(monkeypatch, OCTOBER_15)
 
 
 def _open(visit, language: str, username: str) -> None:
@@ -158,6 +166,30 @@ def test_landowner_pages_fit_a_phone_and_say_first_what_is_owed(visit, district,
     assert switch.is_visible() and switch.bounding_box()["x"] + switch.bounding_box()["width"] <= WIDTH
     sign_out = visit.page.locator("header form[action$='/cuenta/salir/'] button")
     assert sign_out.is_visible() and sign_out.bounding_box()["x"] + sign_out.bounding_box()["width"] <= WIDTH
+
+
+@pytest.mark.parametrize("language", ["es-pr", "en"])
+def test_within_the_sixty_days_the_summary_box_says_the_last_day_to_pay(visit, monkeypatch, language):
+    # 15 July 2026: the July halves are due, their last day to pay is 31 August, no surcharge yet;
+    # P1 owes 9,180.00 − 500.00 = 8,680.00, P2 22,950.00; the January halves fall due on
+    # 1 January 2027, last day 2 March 2027 (60 days, ¶12).
+    english = language == "en"
+    p1 = _district(monkeypatch, JULY_15)["p1"]
+    _open(visit, language, "carmen")
+    _look(visit, "/", "home-in-time", language)
+    _summary_box_first(visit, "$8,680.00")
+    box = visit.page.inner_text("main .summary-box")
+    by = "Pay by 31/08/2026, with no surcharge." if english else "Pague a más tardar el 31/08/2026, sin recargo."
+    assert box.count(by) == 2 and "$22,950.00" in box, box
+    _look(visit, f"/colecturia/predio/{p1.pk}/estado/", "statement-in-time", language)
+    _summary_box_first(visit, "$8,680.00")
+    box = visit.page.inner_text("main .summary-box")
+    if english:
+        assert "$8,680.00, pay by 31/08/2026 with no surcharge." in box, box
+        assert "$9,180.00, due 01/01/2027; no surcharge until 02/03/2027." in box, box
+    else:
+        assert "$8,680.00, pague a más tardar el 31/08/2026, sin recargo." in box, box
+        assert "$9,180.00, vence el 01/01/2027; sin recargo hasta el 02/03/2027." in box, box
 
 
 @pytest.mark.parametrize("language", ["es-pr", "en"])
