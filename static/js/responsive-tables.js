@@ -2,7 +2,8 @@
 // table's CSS display makes some browsers (Safari, older Chromium and Firefox) stop announcing it
 // as a table, so its parts get their table roles back explicitly (after Adrian Roselli's
 // "AddTableARIA"); the roles repeat what the markup already says, so nothing changes elsewhere.
-// A data cell the template left without a data-label takes its column header's text.
+// A data cell the template left without a data-label takes its column header's text. Pages load
+// it themselves (block scripts): most pages need no script at all.
 document.querySelectorAll("table.table-stack").forEach(function (table) {
   var headers = [];
   table.querySelectorAll("thead tr:last-child th").forEach(function (th) {
