@@ -16,8 +16,8 @@ from __future__ import annotations
 import os
 import re
 from datetime import date, datetime
-from zoneinfo import ZoneInfo
 from decimal import Decimal
+from zoneinfo import ZoneInfo
 
 import pytest
 from django.contrib.auth import get_user_model
