@@ -1,0 +1,31 @@
+// Tables marked .table-stack become labelled rows on a phone (static/css/app.css). Changing a
+// table's CSS display makes some browsers (Safari, older Chromium and Firefox) stop announcing it
+// as a table, so its parts get their table roles back explicitly (after Adrian Roselli's
+// "AddTableARIA"); the roles repeat what the markup already says, so nothing changes elsewhere.
+// A data cell the template left without a data-label takes its column header's text. Pages load
+// it themselves (block scripts): most pages need no script at all.
+document.querySelectorAll("table.table-stack").forEach(function (table) {
+  var headers = [];
+  table.querySelectorAll("thead tr:last-child th").forEach(function (th) {
+    for (var span = th.colSpan || 1; span > 0; span -= 1) {
+      headers.push(th.textContent.trim());
+    }
+  });
+  table.setAttribute("role", "table");
+  table.querySelectorAll("thead, tbody, tfoot").forEach(function (group) { group.setAttribute("role", "rowgroup"); });
+  table.querySelectorAll("tr").forEach(function (row) {
+    row.setAttribute("role", "row");
+    var column = 0;
+    Array.prototype.forEach.call(row.children, function (cell) {
+      if (cell.tagName === "TD") {
+        cell.setAttribute("role", "cell");
+        if (!cell.hasAttribute("data-label") && headers[column] && cell.colSpan === 1 && cell.textContent.trim()) {
+          cell.setAttribute("data-label", headers[column]);
+        }
+      } else {
+        cell.setAttribute("role", cell.getAttribute("scope") === "row" ? "rowheader" : "columnheader");
+      }
+      column += cell.colSpan || 1;
+    });
+  });
+});
