@@ -110,6 +110,56 @@ def statement_for(*, parcel: Parcel, as_of: date) -> Statement:
     )
 
 
+@dataclass(frozen=True)
+class EarlyPayment:
+    """Part of a payment that goes to a charge not yet due (paid early, ¶12)."""
+
+    description: str
+    due_date: date
+    amount: Decimal
+
+
+@dataclass(frozen=True)
+class PaymentDestination:
+    """Where an amount typed at the counter would go, replayed as if paid ``on`` (¶12, ¶13):
+    what is due today, then charges not yet due in due-date order, and the rest a credit on the
+    account (*crédito a favor*). ``excess`` is the part above what is due today."""
+
+    amount: Decimal
+    total_due: Decimal
+    to_due: Decimal
+    early: tuple[EarlyPayment, ...]
+    credit: Decimal
+
+    @property
+    def excess(self) -> Decimal:
+        return self.amount - self.to_due
+
+
+def payment_destination(*, parcel: Parcel, amount: Decimal, on: date) -> PaymentDestination:
+    """The replay of the account with the amount added as one more payment (nothing is written)."""
+    from .rules import PaymentInput
+
+    key = "PREVIEW"  # sorts after every stored payment key (P000…) of the same day, as the real one will
+    before = services.account_state(parcel=parcel, as_of=on)
+    after = services.account_state(parcel=parcel, as_of=on, extra_payment=PaymentInput(key=key, paid_on=on, amount=amount))
+    states = {state.key: state for state in after.state.charges}
+    to_due = ZERO
+    early: list[EarlyPayment] = []
+    for application in after.state.applications:
+        if application.payment_key != key:
+            continue
+        state = states[application.charge_key]
+        if state.due <= on:
+            to_due += application.amount
+        else:
+            early.append(EarlyPayment(description=after.charges[application.charge_key].description, due_date=state.due,
+                                      amount=application.amount))
+    credit = amount - to_due - sum((item.amount for item in early), ZERO)
+    return PaymentDestination(amount=amount, total_due=before.state.total_due, to_due=to_due, early=tuple(early),
+                              credit=credit)
+
+
 def parcel_payments(*, parcel: Parcel, until: date | None = None) -> QuerySet[Payment]:
     """The parcel's payments (newest first) with their receipts and voids, for the statement page."""
     payments = Payment.objects.filter(parcel=parcel).select_related("receipt", "receipt__office", "void")
@@ -169,6 +219,8 @@ class ReceiptDisplay:
     total_balance_after: Decimal
     void: Any = None
     totals: dict[str, Decimal] = field(default_factory=dict)
+    tendered: Decimal | None = None  # cash handed over, and the change given back (cash payments only)
+    change: Decimal | None = None
 
     @property
     def method_label(self) -> str:
@@ -214,6 +266,7 @@ def receipt_display(receipt: Receipt) -> ReceiptDisplay:
         credit_balance=Decimal(snap["credit_balance"]), total_due_after=Decimal(snap["total_due_after"]),
         total_balance_after=Decimal(snap["total_balance_after"]),
         void=getattr(payment, "void", None),
+        tendered=_decimal(snap.get("tendered")), change=_decimal(snap.get("change")),
         totals={
             "surcharge": sum((line.surcharge for line in lines), ZERO),
             "principal_paid": sum((line.principal_paid for line in lines), ZERO),
