@@ -100,7 +100,7 @@ def test_an_amount_above_what_is_due_asks_first_naming_the_destination(client, d
     body = text(response)
     for shown in ("Se van a cobrar <strong>$10,000.00</strong>, pero hoy se deben <strong>$0.00</strong>. "
                   "Sobran <strong>$10,000.00</strong>",
-                  "<strong>$9,180.00</strong> al plazo 2026-2027 plazo 2 (enero), que vence el 01/01/2027",
+                  "<strong>$9,180.00</strong> al próximo plazo, 2026-2027 plazo 2 (enero) (vence el 01/01/2027), pagado por adelantado",
                   "<strong>$820.00</strong> como crédito a favor de la cuenta", "Sí, cobrar $10,000.00"):
         assert shown in body, shown
     confirm = form_data(response)
@@ -138,7 +138,7 @@ def test_the_confirmation_shows_the_change_and_records_it(client, district_1, us
     response, _data = counter_post(client, p3, amount="5,000.00", tendered="5,020.00")
     body = text(response)
     assert "Efectivo recibido $5,020.00; cambio a devolver <strong>$20.00</strong>." in body
-    assert "<strong>$364.10</strong> al plazo 2026-2027 plazo 2 (enero)" in body and "como crédito" not in body
+    assert "<strong>$364.10</strong> al próximo plazo, 2026-2027 plazo 2 (enero)" in body and "como crédito" not in body
     done = client.post(url("counter-parcel", p3.pk), form_data(response))
     assert done.status_code == 302
     assert Payment.objects.get().change.amount == Decimal("20.00")
@@ -209,6 +209,11 @@ def test_session_extend_renews_the_session(client, district_1, users, settings):
     assert response.status_code == 200 and response.json() == {"seconds": settings.SESSION_COOKIE_AGE}
     assert Session.objects.get().expire_date >= before
     assert client.get(url("session-extend")).status_code == 405
+    client.force_login(users["landowner"])
+    assert client.post(url("session-extend")).status_code == 403
+    client.logout()
+    assert client.post(url("session-extend"))["Location"].startswith(reverse("login"))
+    client.force_login(users["collector"])
     page = text(client.get(url("counter")))
     assert f'data-session-seconds="{settings.SESSION_COOKIE_AGE}"' in page and "Seguir trabajando" in page
 
