@@ -244,7 +244,7 @@ def day_report(request: HttpRequest) -> HttpResponse:
     if request.GET:
         params = request.GET.copy()
         if not params.get("day"):
-            params["day"] = today.isoformat()  # so the date box shows the day reported
+            params["day"] = today.strftime("%d/%m/%Y")  # so the date box shows the day reported, as the page writes it
     form = DayReportForm(params, offices=offices, initial={"day": today})
     day: date = today
     code = None
@@ -296,6 +296,8 @@ def day_close(request: HttpRequest) -> HttpResponse:
     # Back to the report of that day with those counts: only the report's own fields, never the
     # CSRF token (a token in a URL ends up in histories, logs and Referer headers).
     kept = {name: request.POST[name] for name in DAY_REPORT_FIELDS if request.POST.get(name)}
+    if form.is_valid():  # the date box shows d/m/Y like the page (its hint says dd/mm/aaaa)
+        kept["day"] = form.cleaned_data["day"].strftime("%d/%m/%Y")
     return redirect(f"{reverse('billing:day-report')}?{urlencode(kept)}")
 
 

@@ -8,16 +8,23 @@ day 2026-08-31) and its January half (due 2027-01-01) is issued and not yet due.
 
 from __future__ import annotations
 
+import io
 import re
 from decimal import Decimal
 
 import pytest
 from django.contrib.sessions.models import Session
 from django.urls import reverse
+from pypdf import PdfReader
 
 from billing import selectors, services
 from billing.models import DayClose, Office, Payment, Receipt
-from tests.billing.test_pages import TODAY, counter_post, district_1, frozen_today, messages_of, pay, text, url  # noqa: F401
+from tests.billing import test_pages
+from tests.billing.test_pages import TODAY, counter_post, messages_of, pay, text, url
+
+# The fixtures of the counter's page tests: example 1 with P5 of owner B, on a pinned 2026-10-15.
+district_1 = test_pages.district_1
+frozen_today = test_pages.frozen_today
 
 pytestmark = pytest.mark.django_db
 
@@ -47,6 +54,8 @@ def test_cash_tendered_gives_the_change_stored_and_printed_on_the_receipt(client
     assert "Pago registrado. Recibo LAJ-2026-2027-000001. Cambio a devolver: $28.41." in messages_of(page)
     body = text(page)
     assert "Efectivo recibido" in body and "$2,300.00" in body and "Cambio devuelto" in body and "$28.41" in body
+    pdf = "\n".join(page.extract_text() for page in PdfReader(io.BytesIO(bytes(receipt.document.pdf))).pages)  # the stored PDF, rendered once at the payment
+    assert "Efectivo recibido" in pdf and "$2,300.00" in pdf and "Cambio devuelto" in pdf and "$28.41" in pdf
 
 
 def test_tendered_less_than_the_amount_is_refused_and_nothing_recorded(client, district_1, users):
@@ -249,7 +258,7 @@ def test_a_day_over_or_short_is_closed_only_with_an_explanation_shown_on_the_rep
                                               "explanation": "Se dio $20.00 de más de cambio a las 11:40; el colector lo repone.",
                                               "csrfmiddlewaretoken": "not-for-the-url"})
     assert response.status_code == 302
-    assert response["Location"] == url("day-report") + f"?day={TODAY.isoformat()}&office=LAJ&counted_cash=330.50&counted_checks=1000.00"
+    assert response["Location"] == url("day-report") + "?day=15%2F10%2F2026&office=LAJ&counted_cash=330.50&counted_checks=1000.00"
     close = DayClose.objects.get()
     assert close.explanation == "Se dio $20.00 de más de cambio a las 11:40; el colector lo repone."
     assert close.counted_cash.amount - close.expected_cash.amount == Decimal("-20.00")

@@ -154,3 +154,47 @@ def test_the_session_warning_appears_two_minutes_before_and_keeps_the_session(vi
     assert Session.objects.get().expire_date > before
     visit.go("/colecturia/")  # still signed in
     assert "/cuenta/entrar/" not in page.url
+
+
+CLOSE = {
+    "es": {"close": "Cerrar el día con estas cantidades", "refused": "escriba qué pasó con el sobrante o faltante",
+           "closed": "Día cerrado.", "label": "Explicación del sobrante o faltante"},
+    "en": {"close": "Close the day with these amounts", "refused": "write what happened to the overage or shortage",
+           "closed": "Day closed.", "label": "Explanation of the overage or shortage"},
+}
+
+
+@pytest.mark.parametrize("lang", ["es", "en"])
+def test_a_day_twenty_dollars_short_is_closed_only_with_an_explanation(visit, monkeypatch, lang):
+    """P3's July half on 2026-10-15 is $4,635.90 (4,590.00 + 45.90) in cash; $4,615.90 counted:
+    $20.00 short. Closing without a word is refused; the explanation is on the day report."""
+    from billing import services
+
+    words = CLOSE[lang]
+    move_clock_to(monkeypatch, OCTOBER_15)
+    _finalized_district()
+    users("collector", "supervisor")
+    from django.contrib.auth import get_user_model
+
+    collector = get_user_model().objects.get(username="u_collector")
+    services.payment_record(acting_user=collector, parcel=Parcel.objects.get(parcel_id="P3"), amount=Decimal("4635.90"),
+                            paid_on=OCTOBER_15.date())
+    visit.login("u_supervisor", PASSWORD)
+    in_language(visit, lang)
+    page = visit.page
+    visit.go("/colecturia/cuadre/?counted_cash=4,615.90&counted_checks=0")
+    assert page.get_by_label(words["label"]).is_visible()
+    page.get_by_role("button", name=words["close"]).click()
+    page.wait_for_load_state()
+    visit.check()
+    assert words["refused"] in page.inner_text("main")
+    assert "csrfmiddlewaretoken" not in page.url
+    page.get_by_label(words["label"]).fill("Se dieron $20.00 de más de cambio a las 11:40; el colector los repone.")
+    page.get_by_role("button", name=words["close"]).click()
+    page.wait_for_load_state()
+    visit.check()
+    shot(visit, f"{lang}-7-day-closed")
+    main = page.inner_text("main")
+    assert words["closed"] in main and "Se dieron $20.00 de más de cambio a las 11:40" in main
+    assert "$4,615.90" in main and "$4,635.90" in main
+    assert "csrfmiddlewaretoken" not in page.url
