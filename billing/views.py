@@ -131,8 +131,9 @@ def counter_parcel(request: HttpRequest, pk: int) -> HttpResponse:
             data = form.cleaned_data
             if form.needs_excess_confirmation():
                 destination = selectors.payment_destination(parcel=parcel, amount=data["amount"], on=today)
+            # No second step needed; or a stale page, which the service refuses with the current figures.
             if destination is None or destination.total_due != data["expected_total_due"]:
-                destination = None  # a stale page: the service refuses it with the current figures
+                destination = None
                 counter_status.attempt_remember(user=request.user, parcel_pk=parcel.pk, key=data["idempotency_key"],
                                                 data=request.POST)
                 try:
