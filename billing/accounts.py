@@ -140,6 +140,58 @@ def account_states(
     return accounts
 
 
+# --- Where a payment typed at the counter would go ------------------------------------------
+
+
+@dataclass(frozen=True)
+class EarlyPayment:
+    """Part of a payment that goes to a charge not yet due (paid early, ¶12)."""
+
+    description: str
+    due_date: date
+    amount: Decimal
+
+
+@dataclass(frozen=True)
+class PaymentDestination:
+    """Where an amount typed at the counter would go, replayed as if paid ``on`` (¶12, ¶13):
+    what is due today, then charges not yet due in due-date order, and the rest a credit on the
+    account (*crédito a favor*). ``excess`` is the part above what is due today."""
+
+    amount: Decimal
+    total_due: Decimal
+    to_due: Decimal
+    early: tuple[EarlyPayment, ...]
+    credit: Decimal
+
+    @property
+    def excess(self) -> Decimal:
+        return self.amount - self.to_due
+
+
+def payment_destination(*, parcel: Parcel, amount: Decimal, on: date) -> PaymentDestination:
+    """The replay of the account with the amount added as one more payment (nothing is written)."""
+    key = "PREVIEW"  # sorts after every stored payment key (P000…) of the same day, as the real one will
+    before = account_state(parcel=parcel, as_of=on)
+    after = account_state(parcel=parcel, as_of=on, extra_payment=rules.PaymentInput(key=key, paid_on=on, amount=amount))
+    states = {state.key: state for state in after.state.charges}
+    to_due = ZERO
+    early: list[EarlyPayment] = []
+    for application in after.state.applications:
+        if application.payment_key != key:
+            continue
+        state = states[application.charge_key]
+        if state.due <= on:
+            to_due += application.amount
+        else:
+            early.append(EarlyPayment(description=after.charges[application.charge_key].description, due_date=state.due,
+                                      amount=application.amount))
+    credit = amount - to_due - sum((item.amount for item in early), ZERO)
+    return PaymentDestination(amount=amount, total_due=before.state.total_due, to_due=to_due, early=tuple(early),
+                              credit=credit)
+
+
+
 # --- The statement ----------------------------------------------------------------------------
 
 

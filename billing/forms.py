@@ -35,14 +35,30 @@ class PaymentForm(forms.Form):
         label=_("Referencia"), max_length=80, required=False,
         help_text=_("Número del cheque o de la transferencia (obligatorio para esas formas de pago)."),
     )
+    tendered = AmountField(
+        label=_("Efectivo recibido"), required=False, min_value=Decimal("0.01"),
+        help_text=_("Solo en efectivo: lo que entregó el pagador. El cambio se calcula y sale en el recibo."),
+    )
     idempotency_key = forms.CharField(max_length=64, widget=forms.HiddenInput)
     expected_total_due = forms.DecimalField(max_digits=14, decimal_places=2, widget=forms.HiddenInput)
+    # The amount the collector confirmed on the second step, when it is more than is due today.
+    confirm_excess = forms.DecimalField(max_digits=14, decimal_places=2, required=False, widget=forms.HiddenInput)
 
     def clean(self) -> dict[str, Any]:
         data = super().clean()
         if data.get("method") in METHODS_NEEDING_REFERENCE and not data.get("reference", "").strip():
             self.add_error("reference", _("Indique el número del cheque o de la transferencia."))
+        if data.get("method") != Payment.Method.CASH:
+            data["tendered"] = None  # the box is for cash only; a figure left in it is not a payment detail
+        elif data.get("tendered") is not None and data.get("amount") is not None and data["tendered"] < data["amount"]:
+            self.add_error("tendered", _("El efectivo recibido (%(t)s) es menos que la cantidad a cobrar (%(a)s).")
+                           % {"t": f"${data['tendered']:,.2f}", "a": f"${data['amount']:,.2f}"})
         return data
+
+    def needs_excess_confirmation(self) -> bool:
+        """More than is due today (as the page showed it), not yet confirmed for this amount."""
+        data = self.cleaned_data
+        return data["amount"] > data["expected_total_due"] and data.get("confirm_excess") != data["amount"]
 
 
 class VoidForm(forms.Form):
@@ -78,6 +94,11 @@ class DayCloseForm(forms.Form):
     day = forms.DateField()
     counted_cash = forms.DecimalField(min_value=Decimal("0"), max_digits=14, decimal_places=2)
     counted_checks = forms.DecimalField(min_value=Decimal("0"), max_digits=14, decimal_places=2)
+    explanation = forms.CharField(
+        label=_("Explicación del sobrante o faltante"), required=False, max_length=1000,
+        widget=forms.Textarea(attrs={"rows": 3}),
+        help_text=_("Obligatoria si la caja no cuadra: qué pasó y qué se hizo. Sale en el cuadre del día."),
+    )
 
 
 class RefundForm(forms.Form):

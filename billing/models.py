@@ -120,11 +120,22 @@ class Payment(models.Model):
     reference = models.CharField(_("referencia"), max_length=80, blank=True)
     idempotency_key = models.CharField(max_length=64, unique=True)
     payer_name = models.CharField(_("pagador"), max_length=200)
+    # Cash only: what the payer handed over and the change given back (tendered − amount); empty
+    # for other methods and for cash payments recorded before the counter asked (or by commands).
+    tendered = money_field(_("efectivo recibido"), null=True, blank=True)
+    change = money_field(_("cambio"), null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         ordering = ["paid_on", "id"]
-        constraints = [models.CheckConstraint(condition=Q(amount__gt=0), name="payment_positive")]
+        constraints = [
+            models.CheckConstraint(condition=Q(amount__gt=0), name="payment_positive"),
+            models.CheckConstraint(
+                condition=(Q(tendered__isnull=True) & Q(change__isnull=True))
+                | (Q(method="cash") & Q(tendered__gte=models.F("amount")) & Q(change=models.F("tendered") - models.F("amount"))),
+                name="payment_change_is_tendered_less_amount",
+            ),
+        ]
         indexes = [models.Index(fields=["parcel", "paid_on"]), models.Index(fields=["office", "paid_on"])]
         triggers = APPEND_ONLY
 
@@ -274,6 +285,8 @@ class DayClose(models.Model):
     counted_checks = money_field(_("cheques contados"))
     expected_cash = money_field(_("efectivo según recibos"))
     expected_checks = money_field(_("cheques según recibos"))
+    # Why the drawer did not match the receipts; required when cash or checks are over or short.
+    explanation = models.TextField(_("explicación del sobrante o faltante"), blank=True, default="")
     closed_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
     closed_at = models.DateTimeField(auto_now_add=True)
 

@@ -70,6 +70,8 @@ class ReceiptDisplay:
     total_balance_after: Decimal
     void: Any = None
     totals: dict[str, Decimal] = field(default_factory=dict)
+    tendered: Decimal | None = None  # cash handed over, and the change given back (cash payments only)
+    change: Decimal | None = None
 
     @property
     def method_label(self) -> str:
@@ -103,6 +105,7 @@ def receipt_display(receipt: Receipt) -> ReceiptDisplay:
         equivalent_acres=snap.equivalent_acres, amount=snap.amount, method=snap.method, reference=snap.reference, lines=lines,
         credit_balance=snap.credit_balance, total_due_after=snap.total_due_after, total_balance_after=snap.total_balance_after,
         void=getattr(payment, "void", None),
+        tendered=snap.tendered, change=snap.change,
         totals={
             "surcharge": sum((line.surcharge for line in lines), ZERO),
             "principal_paid": sum((line.principal_paid for line in lines), ZERO),

@@ -111,6 +111,8 @@ class ReceiptSnapshot:
     credit_balance: Decimal
     total_due_after: Decimal
     total_balance_after: Decimal
+    tendered: Decimal | None = None  # cash handed over (cash payments only), and the change given
+    change: Decimal | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -126,6 +128,8 @@ class ReceiptSnapshot:
             "amount": str(self.amount),
             "method": self.method,
             "reference": self.reference,
+            "tendered": None if self.tendered is None else str(self.tendered),
+            "change": None if self.change is None else str(self.change),
             "applications": [application.to_json() for application in self.applications],
             "credit_balance": str(self.credit_balance),
             "total_due_after": str(self.total_due_after),
@@ -143,6 +147,8 @@ class ReceiptSnapshot:
             applications=tuple(ReceiptApplication.from_json(item) for item in snap.get("applications", [])),
             credit_balance=Decimal(snap["credit_balance"]), total_due_after=Decimal(snap["total_due_after"]),
             total_balance_after=Decimal(snap["total_balance_after"]),
+            tendered=None if snap.get("tendered") is None else Decimal(snap["tendered"]),
+            change=None if snap.get("change") is None else Decimal(snap["change"]),
         )
 
 

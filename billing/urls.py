@@ -13,5 +13,6 @@ urlpatterns = [
     path("pago/<int:pk>/anular/", views.void, name="void"),
     path("cuadre/", views.day_report, name="day-report"),
     path("cuadre/cerrar/", views.day_close, name="day-close"),
+    path("sesion/seguir/", views.session_extend, name="session-extend"),
     path("predio/<int:pk>/reembolso/", views.refund, name="refund"),
 ]

@@ -5,12 +5,16 @@ bind a form, fetch through ``access`` or ``selectors``, call one service, then r
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from datetime import date
 from decimal import Decimal
+from functools import wraps
 from typing import Any
+from urllib.parse import urlencode
 
+from django.conf import settings
 from django.contrib import messages
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
@@ -21,7 +25,7 @@ from parcels.access import get_parcel_for_user
 from parcels.models import Parcel
 from parcels.roles import COLLECTOR, HACIENDA, LANDOWNER, SUPERVISOR, has_role, role_required
 
-from . import accounts, documents, selectors
+from . import accounts, counter_status, documents, selectors
 from .access import RECEIPT_STAFF, get_document_for_user, get_receipt_for_user
 from .errors import BillingError
 from .forms import CounterSearchForm, DayCloseForm, DayReportForm, PaymentForm, RefundForm, StatementDateForm, VoidForm
@@ -54,7 +58,17 @@ def counter(request: HttpRequest) -> HttpResponse:
     return render(request, "billing/counter.html", {
         "form": form, "query": query, "results": results[: selectors.SEARCH_LIMIT], "more": more,
         "limit": selectors.SEARCH_LIMIT, "office": office, "office_error": office_error,
+        "last_attempt": counter_status.last_attempt(request), "session_seconds": settings.SESSION_COOKIE_AGE,
     })
+
+
+@require_POST
+@role_required(*COUNTER_ROLES)
+def session_extend(request: HttpRequest) -> JsonResponse:
+    """The session warning's "seguir trabajando": any signed-in request renews the session
+    (SESSION_SAVE_EVERY_REQUEST); this one says for how long."""
+    request.session.modified = True
+    return JsonResponse({"seconds": settings.SESSION_COOKIE_AGE})
 
 
 # ---------------------------------------------------------------------------------------------
@@ -62,14 +76,18 @@ def counter(request: HttpRequest) -> HttpResponse:
 # ---------------------------------------------------------------------------------------------
 
 
-def _fresh_form(data: Any, statement: accounts.Statement) -> PaymentForm:
+def _fresh_form(data: Any, statement: accounts.Statement, refill: dict[str, str] | None = None) -> PaymentForm:
     """A payment form for this rendering: a new idempotency key and the total the page shows.
-    Bound data (what the collector typed) is kept; only the two hidden fields are renewed."""
-    hidden = {"idempotency_key": uuid.uuid4().hex, "expected_total_due": f"{statement.total_due:.2f}"}
+    Bound data (what the collector typed) is kept; only the hidden fields are renewed (a
+    confirmation of an excess is never carried over: a changed amount asks again). ``refill``
+    puts back a form that was sent but not recorded (the page says so beside it)."""
+    hidden = {"idempotency_key": uuid.uuid4().hex, "expected_total_due": f"{statement.total_due:.2f}", "confirm_excess": ""}
     if data is None:
         initial = {"method": Payment.Method.CASH, **hidden}
         if statement.total_due > 0:
             initial["amount"] = f"{statement.total_due:,.2f}"
+        if refill:
+            initial.update({name: value for name, value in refill.items() if value})
         return PaymentForm(initial=initial)
     data = data.copy()
     data.update(hidden)
@@ -78,35 +96,82 @@ def _fresh_form(data: Any, statement: accounts.Statement) -> PaymentForm:
     return form
 
 
+def _confirmation_form(data: dict[str, Any], statement: accounts.Statement) -> PaymentForm:
+    """The second step for an amount above what is due today: the same payment, confirmed."""
+    values = {
+        "amount": f"{data['amount']:.2f}", "method": data["method"], "reference": data["reference"],
+        "tendered": f"{data['tendered']:.2f}" if data.get("tendered") is not None else "",
+        "idempotency_key": uuid.uuid4().hex, "expected_total_due": f"{statement.total_due:.2f}",
+        "confirm_excess": f"{data['amount']:.2f}",
+    }
+    return PaymentForm(initial=values)
+
+
+def _remember_unsent(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    """A payment form posted after the session expired goes to the sign-in page and is lost:
+    keep what it carried in the new session, so the counter can say it was not recorded."""
+
+    @wraps(view)
+    def wrapped(request: HttpRequest, pk: int) -> HttpResponse:
+        if request.method == "POST" and not request.user.is_authenticated:
+            counter_status.unsent_remember(request, pk)
+        return view(request, pk)
+
+    return wrapped
+
+
+@_remember_unsent
 @role_required(*COUNTER_ROLES)
 def counter_parcel(request: HttpRequest, pk: int) -> HttpResponse:
     parcel = get_object_or_404(Parcel.objects.select_related("owner"), pk=pk)
     today = timezone.localdate()
     error = ""
+    destination = None
     if request.method == "POST":
         form = PaymentForm(request.POST)
-        if form.is_valid():
+        if form.is_valid() and request.POST.get("action") != "revise":
             data = form.cleaned_data
-            try:
-                receipt = counter_services.payment_record(
-                    acting_user=request.user, parcel=parcel, amount=data["amount"], paid_on=today, method=data["method"],
-                    reference=data["reference"].strip(), idempotency_key=data["idempotency_key"],
-                    expected_total_due=data["expected_total_due"],
-                )
-            except BillingError as exc:
-                error = str(exc)
-            else:
-                messages.success(request, _("Pago registrado. Recibo %(n)s.") % {"n": receipt.display_number})
-                return redirect("billing:receipt", pk=receipt.pk)
+            if form.needs_excess_confirmation():
+                destination = accounts.payment_destination(parcel=parcel, amount=data["amount"], on=today)
+            # No second step needed; or a stale page, which the service refuses with the current figures.
+            if destination is None or destination.total_due != data["expected_total_due"]:
+                destination = None
+                counter_status.attempt_remember(user=request.user, parcel_pk=parcel.pk, key=data["idempotency_key"],
+                                                data=request.POST)
+                try:
+                    receipt = counter_services.payment_record(
+                        acting_user=request.user, parcel=parcel, amount=data["amount"], paid_on=today, method=data["method"],
+                        reference=data["reference"].strip(), idempotency_key=data["idempotency_key"],
+                        expected_total_due=data["expected_total_due"], tendered=data.get("tendered"),
+                    )
+                except BillingError as exc:
+                    error = str(exc)
+                else:
+                    change = receipt.payment.change
+                    if change is not None:
+                        messages.success(request, _("Pago registrado. Recibo %(n)s. Cambio a devolver: %(c)s.")
+                                         % {"n": receipt.display_number, "c": f"${change.amount:,.2f}"})
+                    else:
+                        messages.success(request, _("Pago registrado. Recibo %(n)s.") % {"n": receipt.display_number})
+                    return redirect("billing:receipt", pk=receipt.pk)
     # Always the current figures: after a refusal the page shows what is owed now.
     statement = accounts.statement(parcel=parcel, as_of=today)
-    form = _fresh_form(request.POST if request.method == "POST" else None, statement)
+    last = counter_status.last_attempt(request) if request.method == "GET" else None
+    refill = last.data if last is not None and not last.recorded and last.parcel_pk == parcel.pk else None
+    if destination is not None:
+        form = _confirmation_form(form.cleaned_data, statement)
+    else:
+        form = _fresh_form(request.POST if request.method == "POST" else None, statement, refill=refill)
     if error:
         form.add_error(None, error)
     office, office_error = _office_or_error(request.user)
+    confirm_tendered = Decimal(form.initial["tendered"]) if destination is not None and form.initial.get("tendered") else None
     return render(request, "billing/counter_parcel.html", {
         "parcel": parcel, "statement": statement, "form": form, "today": today, "office": office, "office_error": office_error,
-        "payments": selectors.parcel_payments(parcel=parcel)[:5],
+        "payments": selectors.parcel_payments(parcel=parcel)[:5], "destination": destination,
+        "confirm_tendered": confirm_tendered,
+        "confirm_change": confirm_tendered - destination.amount if confirm_tendered is not None and destination else None,
+        "last_attempt": last, "refilled": refill is not None, "session_seconds": settings.SESSION_COOKIE_AGE,
     })
 
 
@@ -182,7 +247,7 @@ def day_report(request: HttpRequest) -> HttpResponse:
     if request.GET:
         params = request.GET.copy()
         if not params.get("day"):
-            params["day"] = today.isoformat()  # so the date box shows the day reported
+            params["day"] = today.strftime("%d/%m/%Y")  # so the date box shows the day reported, as the page writes it
     form = DayReportForm(params, offices=offices, initial={"day": today})
     day: date = today
     code = None
@@ -206,6 +271,8 @@ def day_report(request: HttpRequest) -> HttpResponse:
     return render(request, "billing/day_report.html", {
         "form": form, "report": report, "over_short": over_short, "office_error": office_error, "day": day, "today": today,
         "closed": closed, "counted_cash": counted_cash, "counted_checks": counted_checks,
+        "does_not_match": any(row.difference for row in over_short), "close_form": DayCloseForm(),
+        "session_seconds": settings.SESSION_COOKIE_AGE,
     })
 
 
@@ -221,14 +288,23 @@ def day_close(request: HttpRequest) -> HttpResponse:
         else:
             try:
                 counter_services.day_close(acting_user=request.user, office=office, day=form.cleaned_data["day"],
-                                   counted_cash=form.cleaned_data["counted_cash"], counted_checks=form.cleaned_data["counted_checks"])
+                                           counted_cash=form.cleaned_data["counted_cash"], counted_checks=form.cleaned_data["counted_checks"],
+                                           explanation=form.cleaned_data["explanation"])
             except BillingError as exc:
                 messages.error(request, str(exc))
             else:
                 messages.success(request, _("Día cerrado."))
     else:
         messages.error(request, _("Revise el día y las cantidades contadas."))
-    return redirect(f"{reverse('billing:day-report')}?{request.POST.urlencode()}")
+    # Back to the report of that day with those counts: only the report's own fields, never the
+    # CSRF token (a token in a URL ends up in histories, logs and Referer headers).
+    kept = {name: request.POST[name] for name in DAY_REPORT_FIELDS if request.POST.get(name)}
+    if form.is_valid():  # the date box shows d/m/Y like the page (its hint says dd/mm/aaaa)
+        kept["day"] = form.cleaned_data["day"].strftime("%d/%m/%Y")
+    return redirect(f"{reverse('billing:day-report')}?{urlencode(kept)}")
+
+
+DAY_REPORT_FIELDS = ("day", "office", "counted_cash", "counted_checks")
 
 
 @require_POST

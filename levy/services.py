@@ -8,6 +8,7 @@ levy imports nothing of billing."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import date
 from decimal import Decimal
 from typing import Any
 

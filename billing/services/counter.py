@@ -74,18 +74,29 @@ def office_for(user: Any, code: str | None) -> Office:
 def payment_record(
     *, acting_user: Any, parcel: Parcel, amount: Decimal, paid_on: date, method: str = Payment.Method.CASH,
     reference: str = "", office_code: str | None = None, idempotency_key: str | None = None,
-    expected_total_due: Decimal | None = None,
+    expected_total_due: Decimal | None = None, tendered: Decimal | None = None,
 ) -> Receipt:
     """¶13: a payment at the Collector's office and its numbered receipt, in one transaction.
 
     The parcel row is locked, so two collectors paying the same account at once are serialized;
     ``expected_total_due`` (what the counter showed) refuses a payment whose account changed
-    meanwhile, and ``idempotency_key`` makes a double-submitted form return the first receipt."""
+    meanwhile, and ``idempotency_key`` makes a double-submitted form return the first receipt.
+    ``tendered`` (cash only) is what the payer handed over: at least the amount; the change
+    (tendered − amount) is stored with it and printed on the receipt."""
     if not has_role(acting_user, COLLECTOR, SUPERVISOR):
         raise BillingError(_("El usuario %(u)s no es colector.") % {"u": getattr(acting_user, "username", None)})
     amount = parse_amount(amount)
     if method not in Payment.Method.values:
         raise BillingError(_("Forma de pago desconocida «%(m)s».") % {"m": method})
+    change = None
+    if tendered is not None:
+        if method != Payment.Method.CASH:
+            raise BillingError(_("El efectivo recibido solo se anota en los pagos en efectivo."))
+        tendered = parse_amount(tendered)
+        if tendered < amount:
+            raise BillingError(_("El efectivo recibido (%(t)s) es menos que la cantidad a cobrar (%(a)s).")
+                               % {"t": f"${tendered:,.2f}", "a": f"${amount:,.2f}"})
+        change = tendered - amount
     office = office_for(acting_user, office_code)
     key = idempotency_key or uuid.uuid4().hex
     parcel = Parcel.objects.select_for_update().select_related("owner").get(pk=parcel.pk)
@@ -102,7 +113,7 @@ def payment_record(
         )
     payment = Payment(
         parcel=parcel, office=office, collector=acting_user, paid_on=paid_on, amount=amount, method=method,
-        reference=reference, idempotency_key=key, payer_name=parcel.owner.name,
+        reference=reference, idempotency_key=key, payer_name=parcel.owner.name, tendered=tendered, change=change,
     )
     payment.full_clean()
     payment.save()
@@ -154,6 +165,8 @@ def _receipt_issue(*, payment: Payment, office: Office, account: Account, applic
         amount=payment.amount.amount, method=payment.method, reference=payment.reference, applications=tuple(lines),
         credit_balance=account.state.credit_balance, total_due_after=account.state.total_due,
         total_balance_after=account.state.total_balance,
+        tendered=payment.tendered.amount if payment.tendered is not None else None,
+        change=payment.change.amount if payment.change is not None else None,
     ).to_json()
     receipt = Receipt.objects.create(office=office, fiscal_year=fiscal_year, number=series.last_number, payment=payment, snapshot=snapshot)
     documents.receipt_document_store(receipt)  # ¶9: the PDF, rendered once and stored in this transaction
@@ -191,17 +204,23 @@ def payment_void(*, acting_user: Any, payment: Payment, reason: str, voided_on: 
 
 
 @transaction.atomic
-def day_close(*, acting_user: Any, office: Office, day: date, counted_cash: Decimal, counted_checks: Decimal) -> DayClose:
+def day_close(*, acting_user: Any, office: Office, day: date, counted_cash: Decimal, counted_checks: Decimal,
+              explanation: str = "") -> DayClose:
     """A supervisor closes the office's day with the counted cash and checks; the over/short is
-    recorded. After the close, a void of that day's payments is a new reversal dated later."""
+    recorded, and a day that does not match is closed only with a written ``explanation``.
+    After the close, a void of that day's payments is a new reversal dated later."""
     if not has_role(acting_user, SUPERVISOR):
         raise BillingError(_("Solo un supervisor cierra el día."))
     if DayClose.objects.filter(office=office, day=day).exists():
         raise BillingError(_("El día ya está cerrado."))
     totals = {row.method: row.amount for row in day_report(office=office, day=day).by_method}
+    explanation = explanation.strip()
+    if (counted_cash, counted_checks) != (totals[Payment.Method.CASH], totals[Payment.Method.CHECK]) and not explanation:
+        raise BillingError(_("La caja no cuadra con los recibos: escriba qué pasó con el sobrante o faltante antes de cerrar el día."))
     close = DayClose(
         office=office, day=day, counted_cash=counted_cash, counted_checks=counted_checks,
         expected_cash=totals[Payment.Method.CASH], expected_checks=totals[Payment.Method.CHECK], closed_by=acting_user,
+        explanation=explanation,
     )
     close.full_clean()
     close.save()

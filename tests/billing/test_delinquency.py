@@ -47,7 +47,8 @@ def test_closed_day_needs_a_later_dated_void(district_1, staff):
     totals = {row.method: row.amount for row in day_report(office=office, day=date(2026, 7, 7)).by_method}
     assert totals["check"] == Decimal("100.00") and totals["cash"] == Decimal("50.00")
     close = counter.day_close(acting_user=staff["supervisor"], office=office, day=date(2026, 7, 7),
-                               counted_cash=Decimal("45.00"), counted_checks=Decimal("100.00"))
+                              counted_cash=Decimal("45.00"), counted_checks=Decimal("100.00"),
+                              explanation="Faltan $5.00: cambio mal dado")
     assert close.counted_cash.amount - close.expected_cash.amount == Decimal("-5.00")  # short by five dollars
     with pytest.raises(BillingError):
         counter.day_close(acting_user=staff["supervisor"], office=office, day=date(2026, 7, 7), counted_cash=Decimal("0"), counted_checks=Decimal("0"))

@@ -15,7 +15,6 @@ from django.db.models import F
 from django.db.utils import DatabaseError
 
 from billing import accounts
-from billing.services import counter
 from billing.models import (
     Charge,
     CorrectionCharge,
@@ -28,6 +27,7 @@ from billing.models import (
     PrincipalAdjustment,
     Source,
 )
+from billing.services import counter
 from levy.models import RollCorrection
 from parcels.models import Parcel
 from tests.billing import conftest as billing_fixtures

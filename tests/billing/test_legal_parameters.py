@@ -15,8 +15,8 @@ from django.db import DatabaseError, transaction
 from django.urls import reverse
 
 from billing import accounts
-from billing.services import counter, installments, water
 from billing.models import Charge
+from billing.services import counter, installments, water
 from levy import services as levy_services
 from levy.models import LegalParameterSet, Levy
 from levy.services import estimate_certify, estimate_enter, levy_compute

@@ -45,11 +45,15 @@ def test_supervisor_closes_the_day_and_refunds_credit_from_the_pages(client, dis
     assert client.post(reverse("billing:day-close"), {"office": "LAJ", "day": today.isoformat(), "counted_cash": str(paid),
                                                       "counted_checks": "0"}).status_code == 403
     client.force_login(staff["supervisor"])
-    response = client.post(reverse("billing:day-close"), {"office": "LAJ", "day": today.isoformat(), "counted_cash": str(paid - 10),
-                                                           "counted_checks": "0"})
+    short = {"office": "LAJ", "day": today.isoformat(), "counted_cash": str(paid - 10), "counted_checks": "0"}
+    response = client.post(reverse("billing:day-close"), short)  # $10.00 short and no word about it: refused
+    assert response.status_code == 302 and not DayClose.objects.exists()
+    assert "escriba qué pasó con el sobrante o faltante" in client.get(response.url).content.decode()
+    response = client.post(reverse("billing:day-close"), {**short, "explanation": "Billete de $10 roto, devuelto al banco"})
     assert response.status_code == 302
     close = DayClose.objects.get()
     assert (close.expected_cash.amount, close.counted_cash.amount) == (paid, paid - 10)
+    assert close.explanation == "Billete de $10 roto, devuelto al banco"
     page = client.get(reverse("billing:statement", args=[p3.pk])).content.decode()
     assert "Reembolsar" in page
     client.post(reverse("billing:refund", args=[p3.pk]), {"amount": "20.00", "reason": "Pagó de más"})

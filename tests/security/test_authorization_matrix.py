@@ -206,7 +206,10 @@ MATRIX: dict[str, Route] = {
                           post_data=lambda w: {"reason": "Cheque devuelto"}),
     "billing:day-report": Route(get=by_role(COUNTER)),
     "billing:day-close": Route(get=post_only(SUPERVISOR), post_roles=SUPERVISOR, post_data=lambda w: {
-        "office": "LAJ", "day": today(), "counted_cash": "0.00", "counted_checks": "0.00"}),
+        "office": "LAJ", "day": today(), "counted_cash": "0.00", "counted_checks": "0.00",
+        "explanation": "Prueba de permisos"}),  # the world's receipts of today do not match zero
+    # POST only and writes no row (it renews the session): its refusals are in tests/billing/test_counter.py
+    "billing:session-extend": Route(get=post_only(COUNTER)),
     "billing:refund": Route(get=post_only(SUPERVISOR), targets=lambda w: pk(w.parcels["A2"]), post_roles=SUPERVISOR,
                             post_data=lambda w: {"amount": "20.00", "reason": "Pagó de más"}),
     # --- Hacienda's collections -----------------------------------------------------------------------
@@ -287,7 +290,7 @@ def test_the_matrix_follows_the_design():
         "login", "logout", "password_reset", "password_reset_done", "password_reset_confirm", "password_reset_complete",
         "set_language", "portal:claim", "portal:activate", "verify:document",
         "parcels:import-confirm", "levy:estimate-certify", "levy:compute", "levy:finalize", "billing:void",
-        "billing:day-close", "billing:refund",  # POST only: a GET is 405 before anything else
+        "billing:day-close", "billing:refund", "billing:session-extend",  # POST only: a GET is 405 before anything else
     }
     landowner_pages = {name for name, route in MATRIX.items()
                        if route.get["landowner"] == 200 and route.get[ANONYMOUS] == LOGIN}
