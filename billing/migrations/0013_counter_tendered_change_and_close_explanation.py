@@ -9,7 +9,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('billing', '0010_truncate_guard_new_tables'),
+        ("billing", "0012_store_allocations_of_existing_payments"),
         ('parcels', '0008_truncate_guard_new_tables'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
