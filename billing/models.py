@@ -176,10 +176,18 @@ class WaterRate(models.Model):
 
 
 class WaterDelivery(models.Model):
-    """Water delivered to a parcel that does not pay the levy yet (¶8, sec. 374a); billed monthly."""
+    """Water delivered to a parcel that does not pay the levy yet (¶8, sec. 374a); billed monthly.
+
+    ``land`` says which of the parcel's land the water went to: land the owner waters with his
+    own pumps pays the pumped rate after the first 12 months, whatever else the parcel holds."""
+
+    class Land(models.TextChoices):
+        GRAVITY = "gravity", _("por gravedad")
+        PUMPED = "pumped", _("por bombeo del dueño")
 
     parcel = models.ForeignKey("parcels.Parcel", on_delete=models.PROTECT, related_name="water_deliveries")
     delivered_on = models.DateField(_("fecha"))
+    land = models.CharField(_("tierra"), max_length=7, choices=Land.choices)
     acre_feet = models.DecimalField(_("acres-pie"), max_digits=10, decimal_places=3)
     rate = models.DecimalField(_("tarifa por acre-pie"), max_digits=6, decimal_places=2)
     amount = models.DecimalField(max_digits=12, decimal_places=2)
