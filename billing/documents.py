@@ -212,12 +212,29 @@ def accounts_facts(*, charges: Sequence[Charge], issued_on: date) -> dict[int, A
     return facts
 
 
-def bill_snapshot(*, charge: Charge, issued_on: date, facts: AccountFacts | None = None) -> dict[str, Any]:
+def installment_dues(levy_id: int) -> dict[int, str]:
+    """¶11, ¶12: the due dates (ISO) of a final roll's installments 1 and 2, as issued: July 1 and
+    January 1, or the finalization date for a half a late roll made due later. Every line of a
+    roll shares them; a half no line owes is missing."""
+    dues = {}
+    for number in (1, 2):
+        due = (Charge.objects.filter(roll_line__levy_id=levy_id, kind=Charge.Kind.INSTALLMENT, number=number)
+               .values_list("due_date", flat=True).first())
+        if due is not None:
+            dues[number] = due.isoformat()
+    return dues
+
+
+def bill_snapshot(*, charge: Charge, issued_on: date, facts: AccountFacts | None = None,
+                  dues: dict[int, str] | None = None) -> dict[str, Any]:
     """¶9, ¶12: what the bill prints, frozen as of its issue date. The parcel's figures are the
-    roll's (what the charge was computed from); the owner is the parcel's owner when billed."""
+    roll's (what the charge was computed from); the owner is the parcel's owner when billed.
+    ``first_due``/``second_due`` are the installments' actual due dates (a late roll's differ
+    from July 1 and January 1); ``dues`` is ``installment_dues`` of the roll, when known."""
     parcel = charge.parcel
     line = charge.roll_line
     facts = facts or account_facts(charge=charge, parcel=parcel, issued_on=issued_on)
+    dues = dues if dues is not None else installment_dues(line.levy_id)
     state = facts.state
     return {
         "parcel_id": parcel.parcel_id,
@@ -235,6 +252,8 @@ def bill_snapshot(*, charge: Charge, issued_on: date, facts: AccountFacts | None
         "net": str(line.net),
         "first_installment": str(line.first_installment),
         "second_installment": str(line.second_installment),
+        "first_due": dues.get(1),
+        "second_due": dues.get(2),
         "principal": str(state.principal),
         "due_date": state.due.isoformat(),
         "last_day_to_pay": state.last_day.isoformat(),
@@ -271,6 +290,9 @@ def bill_html(*, number: str, snapshot: dict[str, Any], issued_on: date, code: s
             "number": number, "b": snap, "issued_on": issued_on,
             "due_date": date.fromisoformat(snap["due_date"]), "last_day_to_pay": date.fromisoformat(snap["last_day_to_pay"]),
             "delinquent_from": date.fromordinal(date.fromisoformat(snap["last_day_to_pay"]).toordinal() + 1),
+            # ¶12: bills issued before these were frozen say "1 de julio y 1 de enero".
+            "first_due": date.fromisoformat(snap["first_due"]) if snap.get("first_due") else None,
+            "second_due": date.fromisoformat(snap["second_due"]) if snap.get("second_due") else None,
             "credit": Decimal(snap["credit"]) > 0, "rate": rate_label(rate),
             # ¶13: the account's total due shows only when other charges are overdue besides this one.
             "other_charges_due": Decimal(snap["total_due"]) > Decimal(snap["balance"]),
@@ -552,9 +574,10 @@ def bill_batch_issue(*, batch: BillBatch, charge_ids: Sequence[int], issued_on: 
             raise BillingError(_("Un padrón en borrador no se factura: solo se emiten avisos de un padrón finalizado."))
     numbers = _allocate_numbers("bill", BILL_PREFIX, issued_on, len(todo))
     facts = accounts_facts(charges=todo, issued_on=issued_on)
+    dues = {levy_id: installment_dues(levy_id) for levy_id in {charge.roll_line.levy_id for charge in todo}}
     bills, htmls, codes = [], [], []
     for charge, number in zip(todo, numbers, strict=True):
-        snapshot = bill_snapshot(charge=charge, issued_on=issued_on, facts=facts[charge.pk])
+        snapshot = bill_snapshot(charge=charge, issued_on=issued_on, facts=facts[charge.pk], dues=dues[charge.roll_line.levy_id])
         code = verification_code(IssuedDocument.Kind.BILL, number)
         bills.append(Bill(number=number, charge=charge, parcel_id=charge.parcel_id, issued_on=issued_on, snapshot=snapshot,
                           batch=batch, issued_by_id=batch.created_by_id))
