@@ -40,7 +40,7 @@ from django.utils.dateformat import format as date_format
 from django.utils.translation import get_language
 from django.utils.translation import gettext as _
 
-from levy.models import FiscalYear, Levy
+from levy.models import FiscalYear, Levy, RollLine
 from parcels.models import Job, Parcel
 from parcels.roles import COLLECTOR, HACIENDA, SUPERVISOR, has_role
 from parcels.templatetags.lajas import money
@@ -283,6 +283,8 @@ def bill_html(*, number: str, snapshot: dict[str, Any], issued_on: date, code: s
     """The HTML of a bill (rendered to PDF by ``pdf.html_to_pdf``, possibly in another process)."""
     url = verification_url(code) if code else ""
     snap = snapshot
+    if snap.get("nothing_to_pay"):
+        return _zero_notice_html(number=number, snap=snap, issued_on=issued_on, url=url, code=code, lang=lang)
     with pdf.document_language(lang) as key:
         title = _("Aviso de contribución %(n)s") % {"n": number}
         rate = Decimal(snap["surcharge_rate"])
@@ -297,6 +299,20 @@ def bill_html(*, number: str, snapshot: dict[str, Any], issued_on: date, code: s
             # ¶13: the account's total due shows only when other charges are overdue besides this one.
             "other_charges_due": Decimal(snap["total_due"]) > Decimal(snap["balance"]),
             "surcharge_basis": surcharge_text(snap.get("surcharge_groups", []), rate),
+            "access_code": portal_access_code(snap["parcel_id"], snap["owner_key"]), "portal_url": portal_url(),
+            "verify_url": url, "verify_code": code, "qr": pdf.qr_data_uri(url) if url else "", "one_page": True,
+        }
+        return pdf.html_for("billing/pdf/bill.html", context, title=title, lang=key)
+
+
+def _zero_notice_html(*, number: str, snap: dict[str, Any], issued_on: date, url: str, code: str, lang: str | None) -> str:
+    """¶9: the bill template in its "nada que pagar" state: the levy and the credit, no installment."""
+    with pdf.document_language(lang) as key:
+        title = _("Aviso de contribución %(n)s") % {"n": number}
+        context = {
+            "number": number, "b": snap, "issued_on": issued_on, "nothing_to_pay": True, "credit": Decimal(snap["credit"]) > 0,
+            "first_due": date.fromisoformat(snap["first_due"]) if snap.get("first_due") else None,
+            "second_due": date.fromisoformat(snap["second_due"]) if snap.get("second_due") else None,
             "access_code": portal_access_code(snap["parcel_id"], snap["owner_key"]), "portal_url": portal_url(),
             "verify_url": url, "verify_code": code, "qr": pdf.qr_data_uri(url) if url else "", "one_page": True,
         }
@@ -329,6 +345,67 @@ def bill_issue(*, acting_user: Any, charge: Charge | int, issued_on: date | None
     data = pdf.html_to_fitting_pdf(bill_html(number=number, snapshot=snapshot, issued_on=on, code=code, lang=lang))
     _store(_document(kind=IssuedDocument.Kind.BILL, number=number, parcel_id=charge.parcel_id, code=code, data=data, bill=bill))
     return bill
+
+
+# --- Zero notices (¶9): a line whose credit covers its levy ---------------------------------------
+
+
+def zero_notice_snapshot(*, line: RollLine, issued_on: date, dues: dict[int, str]) -> dict[str, Any]:
+    """¶9: what a zero notice prints: the roll line's levy imposed and credit, nothing to pay."""
+    parcel = line.parcel
+    return {
+        "nothing_to_pay": True,
+        "parcel_id": parcel.parcel_id,
+        "owner_name": parcel.owner.name,
+        "owner_key": parcel.owner.owner_key,
+        "gravity_acres": str(line.gravity_acres),
+        "pumped_acres": str(line.pumped_acres),
+        "equivalent_acres": str(line.equivalent_acres),
+        "fiscal_year": line.levy.fiscal_year.label,
+        "number": None,
+        "om_charge": str(line.om_charge),
+        "credit_percent": str(line.credit_percent),
+        "credit": str(line.credit),
+        "net": str(line.net),
+        "first_installment": str(line.first_installment),
+        "second_installment": str(line.second_installment),
+        "first_due": dues.get(1),
+        "second_due": dues.get(2),
+        "as_of": issued_on.isoformat(),
+    }
+
+
+def zero_notice_lines(levy: Levy) -> QuerySet[RollLine]:
+    """¶9: the lines of a final roll that pay a levy entirely covered by their credit (net 0.00
+    on a positive charge) and have no zero notice yet."""
+    return (RollLine.objects.filter(levy=levy, levied=True, om_charge__gt=0, net=0)
+            .exclude(zero_notices__isnull=False)
+            .select_related("levy__fiscal_year", "parcel__owner").order_by("parcel_code"))
+
+
+@transaction.atomic
+def zero_notices_issue(*, acting_user: Any, levy: Levy, issued_on: date | None = None, lang: str | None = None) -> int:
+    """¶9: at finalization, a numbered notice (``AV-…``, the bill series) for each line at 100 %
+    credit, showing the levy imposed and the credit with nothing to pay; its PDF stored like a
+    bill's. Once a year: a line that has its notice is skipped, so running it again issues none."""
+    _check_bill_user(acting_user)
+    if levy.status != Levy.Status.FINAL:
+        raise BillingError(_("Un padrón en borrador no se factura: solo se emiten avisos de un padrón finalizado."))
+    lines = list(zero_notice_lines(levy))
+    if not lines:
+        return 0
+    on = issued_on or timezone.localdate()
+    dues = installment_dues(levy.pk)
+    numbers = _allocate_numbers("bill", BILL_PREFIX, on, len(lines))
+    for line, number in zip(lines, numbers, strict=True):
+        snapshot = zero_notice_snapshot(line=line, issued_on=on, dues=dues)
+        bill = Bill(number=number, roll_line=line, parcel_id=line.parcel_id, issued_on=on, snapshot=snapshot, issued_by=acting_user)
+        bill.full_clean()
+        bill.save()
+        code = verification_code(IssuedDocument.Kind.BILL, number)
+        data = pdf.html_to_fitting_pdf(bill_html(number=number, snapshot=snapshot, issued_on=on, code=code, lang=lang))
+        _store(_document(kind=IssuedDocument.Kind.BILL, number=number, parcel_id=line.parcel_id, code=code, data=data, bill=bill))
+    return len(lines)
 
 
 def bill_for_installment(*, parcel_code: str, fiscal_year: str, number: int) -> Charge:
@@ -446,6 +523,14 @@ def verification(code: str) -> dict[str, Any] | None:
         facts += [(_("Fecha de pago"), day(snap["paid_on"])), (_("Cantidad pagada"), money(snap["amount"]))]
         for item in snap.get("applications", []):
             facts.append((item["description"], money(Decimal(item["surcharge"]) + Decimal(item["principal_paid"]))))
+    elif document.kind == IssuedDocument.Kind.BILL and document.bill.snapshot.get("nothing_to_pay"):
+        snap = document.bill.snapshot
+        facts += [
+            (_("Año fiscal"), snap["fiscal_year"]),
+            (_("Contribución impuesta (¶9)"), money(snap["om_charge"])), (_("Crédito por derechos de agua cedidos (¶7, ¶9)"), money(snap["credit"])),
+            (_("Contribución neta (¶9)"), money(snap["net"])), (_("A pagar"), _("nada que pagar")),
+            (_("Fecha del aviso"), day(document.bill.issued_on)),
+        ]
     elif document.kind == IssuedDocument.Kind.BILL:
         snap = document.bill.snapshot
         facts += [

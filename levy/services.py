@@ -285,9 +285,11 @@ def roll_finalize(*, acting_user: Any, fiscal_year: str, today: date | None = No
     levy.finalized_on = on
     levy.finalized_late = on > year.roll_deadline
     levy.save(update_fields=["status", "finalized_by", "finalized_at", "finalized_on", "finalized_late"])
+    from billing.documents import zero_notices_issue  # ¶9: a line at 100 % credit still gets its notice
     from billing.services import installments_issue  # billing builds on the finalized roll
 
     installments_issue(acting_user=acting_user, levy=levy)
+    zero_notices_issue(acting_user=acting_user, levy=levy, issued_on=on)
     return levy
 
 
