@@ -247,10 +247,10 @@ def worksheet_lines(levy: Any) -> list[PrintedLine]:
     return lines
 
 
-def credits_check(*, k0: Any, total_levy: Any, safety_margin_rate: Decimal) -> dict[str, Any]:
+def credits_check(*, k0: Any, total_levy: Any, safety_margin_rate: Decimal, certified: bool) -> dict[str, Any]:
     """¶1(3), ¶3, ¶7: the figures of the worksheet's warning when credits multiply the levy."""
     check = rules.credits_multiplier(k0=_amount(k0), total_levy=_amount(total_levy), safety_margin_rate=safety_margin_rate)
-    return {"check": check, "factor": 1 + safety_margin_rate, "times": rules.CREDITS_WARNING_FACTOR}
+    return {"check": check, "factor": 1 + safety_margin_rate, "times": rules.CREDITS_WARNING_FACTOR, "certified": certified}
 
 
 @role_required(*ROLL_READERS)
@@ -276,7 +276,8 @@ def worksheet(request: HttpRequest, year: str) -> HttpResponse:
                 # ¶1(3) against ¶7: factor (3) is one rounding of the whole, the roll rounds each credit.
                 credits_gap=abs(levy.credits.amount - levy.roll_credits.amount),
                 credits_warning=credits_check(k0=levy.k0, total_levy=levy.total_levy,
-                                              safety_margin_rate=Decimal(levy.parameters.get("safety_margin_rate", "0.02"))),
+                                              safety_margin_rate=Decimal(levy.parameters.get("safety_margin_rate", "0.02")),
+                                              certified=levy.credits_certified),
                 # ¶1(3), ¶3: certified credits dropped to 0.00 because the subtotal did not pass zero.
                 certified_unused=(levy.estimate.certified_credits
                                   if levy.credits_certified and levy.estimate.certified_credits is not None
@@ -499,7 +500,8 @@ def whatif(request: HttpRequest, year: str) -> HttpResponse:
             context["result"] = result
             context["lines"] = worksheet_lines(result.worksheet)
             context["credits_warning"] = credits_check(k0=result.worksheet.k0, total_levy=result.worksheet.total_levy,
-                                                       safety_margin_rate=params.safety_margin_rate)
+                                                       safety_margin_rate=params.safety_margin_rate,
+                                                       certified=result.worksheet.credits_certified)
             existing = selectors.roll_levy(label) if fiscal_year.pk else None
             context["existing"] = existing
     return render(request, "levy/whatif.html", context)

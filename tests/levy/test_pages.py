@@ -592,6 +592,7 @@ def test_worksheet_warns_when_credits_multiply_the_levy(client, users, example_1
         assert "Los créditos multiplican la contribución" in page
         assert "es 1.56 veces la que habría sin créditos (1.02 × K0 = 1.02 × $90,000.00 = $91,800.00, ¶3)" in page
         assert "límite de revisión de 1.5 veces ($137,700.00)" in page
+        assert "son los que certificó la Autoridad (¶1(3))" in page
     else:
         assert "Los créditos multiplican la contribución" not in page
 
