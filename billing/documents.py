@@ -28,6 +28,7 @@ import logging
 import re
 from dataclasses import dataclass
 from datetime import date
+from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
@@ -162,6 +163,8 @@ def receipt_document(receipt: Receipt) -> IssuedDocument:
 def bill_html(*, number: str, snapshot: dict[str, Any], issued_on: date, code: str, lang: str | None = None) -> str:
     """The HTML of a bill (rendered to PDF by ``pdf.html_to_pdf``, possibly in another process)."""
     url = verification_url(code) if code else ""
+    if snapshot.get("nothing_to_pay"):
+        return _zero_notice_html(number=number, snap=snapshot, issued_on=issued_on, url=url, code=code, lang=lang)
     bill = BillSnapshot.from_json(snapshot)
     with pdf.document_language(lang) as key:
         title = _("Aviso de contribución %(n)s") % {"n": number}
@@ -170,11 +173,27 @@ def bill_html(*, number: str, snapshot: dict[str, Any], issued_on: date, code: s
             "number": number, "b": snapshot, "issued_on": issued_on,
             "due_date": bill.due_date, "last_day_to_pay": bill.last_day_to_pay,
             "delinquent_from": date.fromordinal(bill.last_day_to_pay.toordinal() + 1),
+            # ¶12: bills issued before these were frozen say "1 de julio y 1 de enero".
+            "first_due": bill.first_due, "second_due": bill.second_due,
             "credit": bill.credit > 0, "rate": rate_label(rate),
             # ¶13: the account's total due shows only when other charges are overdue besides this one.
             "other_charges_due": bill.total_due > bill.balance,
             "surcharge_basis": surcharge_text(bill.surcharge_groups, rate),
             "access_code": portal_access_code(bill.parcel_id, bill.owner_key), "portal_url": portal_url(),
+            "verify_url": url, "verify_code": code, "qr": pdf.qr_data_uri(url) if url else "", "one_page": True,
+        }
+        return pdf.html_for("billing/pdf/bill.html", context, title=title, lang=key)
+
+
+def _zero_notice_html(*, number: str, snap: dict[str, Any], issued_on: date, url: str, code: str, lang: str | None) -> str:
+    """¶9: the bill template in its "nada que pagar" state: the levy and the credit, no installment."""
+    with pdf.document_language(lang) as key:
+        title = _("Aviso de contribución %(n)s") % {"n": number}
+        context = {
+            "number": number, "b": snap, "issued_on": issued_on, "nothing_to_pay": True, "credit": Decimal(snap["credit"]) > 0,
+            "first_due": date.fromisoformat(snap["first_due"]) if snap.get("first_due") else None,
+            "second_due": date.fromisoformat(snap["second_due"]) if snap.get("second_due") else None,
+            "access_code": portal_access_code(snap["parcel_id"], snap["owner_key"]), "portal_url": portal_url(),
             "verify_url": url, "verify_code": code, "qr": pdf.qr_data_uri(url) if url else "", "one_page": True,
         }
         return pdf.html_for("billing/pdf/bill.html", context, title=title, lang=key)
@@ -285,6 +304,14 @@ def verification(code: str) -> dict[str, Any] | None:
         facts += [(_("Fecha de pago"), day(receipt.paid_on)), (_("Cantidad pagada"), money(str(receipt.amount)))]
         for item in receipt.applications:
             facts.append((item.description, money(item.paid)))
+    elif document.kind == IssuedDocument.Kind.BILL and document.bill.snapshot.get("nothing_to_pay"):
+        snap = document.bill.snapshot
+        facts += [
+            (_("Año fiscal"), snap["fiscal_year"]),
+            (_("Contribución impuesta (¶9)"), money(snap["om_charge"])), (_("Crédito por derechos de agua cedidos (¶7, ¶9)"), money(snap["credit"])),
+            (_("Contribución neta (¶9)"), money(snap["net"])), (_("A pagar"), _("nada que pagar")),
+            (_("Fecha del aviso"), day(document.bill.issued_on)),
+        ]
     elif document.kind == IssuedDocument.Kind.BILL:
         bill = BillSnapshot.from_json(document.bill.snapshot)
         facts += [

@@ -19,10 +19,11 @@ from parcels.models import Parcel
 
 from . import accounts
 from .errors import BillingError
-from .models import SeizureStep
+from .models import SeizureStep, WaterDelivery
 
 CSV_MAX_BYTES = 5 * 1024 * 1024
 WATER_COLUMNS = ("parcel_id", "delivered_on", "acre_feet")
+WATER_LAND_COLUMN = "land"  # optional: gravity or pumped; required by the service for a parcel with both
 
 
 # --- 1. The delinquent list (¶12) ---------------------------------------------------------------
@@ -83,6 +84,12 @@ class WaterDeliveryForm(forms.Form):
         label=_("Acres-pie"), max_digits=10, decimal_places=3, min_value=Decimal("0.001"),
         widget=forms.TextInput(attrs={"inputmode": "decimal", "autocomplete": "off"}),
     )
+    land = forms.ChoiceField(
+        label=_("Tierra a la que fue el agua"), required=False,
+        choices=[("", _("la única del predio")), *WaterDelivery.Land.choices],
+        help_text=_("Obligatorio si el predio tiene tierra por gravedad y por bombeo: la tierra que el dueño riega con sus "
+                    "bombas paga la tarifa de bombeo (sec. 374a)."),
+    )
 
     def clean_parcel_id(self) -> Parcel:
         """The parcel itself (``cleaned_data["parcel_id"]`` is a ``Parcel``), or the service's refusal."""
@@ -99,7 +106,8 @@ class WaterImportForm(forms.Form):
 
     file = forms.FileField(
         label=_("Archivo CSV de entregas"), widget=forms.ClearableFileInput(attrs={"accept": ".csv,text/csv"}),
-        help_text=_("Columnas: parcel_id, delivered_on (AAAA-MM-DD), acre_feet. Se registran todas las líneas o ninguna."),
+        help_text=_("Columnas: parcel_id, delivered_on (AAAA-MM-DD), acre_feet y land (gravity o pumped; obligatoria para un "
+                    "predio con ambas tierras). Se registran todas las líneas o ninguna."),
     )
 
     def clean_file(self) -> bytes:
@@ -133,6 +141,9 @@ def water_csv_shape_errors(data: bytes) -> list[str]:
         if empty:
             errors.append(str(_("línea %(l)s: falta %(c)s")) % {"l": line, "c": ", ".join(empty)})
             continue
+        land = (row.get(WATER_LAND_COLUMN) or "").strip()
+        if land and land not in WaterDelivery.Land.values:
+            errors.append(str(_("línea %(l)s: tierra «%(v)s» (use gravity o pumped)")) % {"l": line, "v": land})
         try:
             date.fromisoformat(values["delivered_on"])
         except ValueError:

@@ -273,12 +273,14 @@ def water(request: HttpRequest) -> HttpResponse:
         try:
             delivery = water_services.water_delivery_record(
                 acting_user=request.user, parcel=data["parcel_id"], delivered_on=data["delivered_on"], acre_feet=data["acre_feet"],
+                land=data["land"] or None,
             )
         except BillingError as exc:
             form.add_error(None, str(exc))
         else:
-            messages.success(request, _("Entrega registrada: %(p)s, %(f)s acres-pie a $%(r)s = $%(a)s.") % {
-                "p": delivery.parcel.parcel_id, "f": delivery.acre_feet, "r": delivery.rate, "a": f"{delivery.amount:,.2f}"})
+            messages.success(request, _("Entrega registrada: %(p)s, tierra %(t)s, %(f)s acres-pie a $%(r)s = $%(a)s.") % {
+                "p": delivery.parcel.parcel_id, "t": delivery.get_land_display(), "f": delivery.acre_feet, "r": delivery.rate,
+                "a": f"{delivery.amount:,.2f}"})
             return redirect("collections:water")
     return _water_page(request, delivery_form=form if request.method == "POST" else None)
 

@@ -187,10 +187,18 @@ class WaterRate(models.Model):
 
 
 class WaterDelivery(models.Model):
-    """Water delivered to a parcel that does not pay the levy yet (¶8, sec. 374a); billed monthly."""
+    """Water delivered to a parcel that does not pay the levy yet (¶8, sec. 374a); billed monthly.
+
+    ``land`` says which of the parcel's land the water went to: land the owner waters with his
+    own pumps pays the pumped rate after the first 12 months, whatever else the parcel holds."""
+
+    class Land(models.TextChoices):
+        GRAVITY = "gravity", _("por gravedad")
+        PUMPED = "pumped", _("por bombeo del dueño")
 
     parcel = models.ForeignKey("parcels.Parcel", on_delete=models.PROTECT, related_name="water_deliveries")
     delivered_on = models.DateField(_("fecha"))
+    land = models.CharField(_("tierra"), max_length=7, choices=Land.choices)
     acre_feet = models.DecimalField(_("acres-pie"), max_digits=10, decimal_places=3)
     rate = models.DecimalField(_("tarifa por acre-pie"), max_digits=6, decimal_places=2)
     amount = models.DecimalField(max_digits=12, decimal_places=2)
@@ -372,10 +380,15 @@ class SeizureStep(models.Model):
 class Bill(models.Model):
     """A bill (*aviso de contribución*) for one installment, stating its amounts as of its issue
     date (the statement has the current amount). Only charges of a finalized roll exist, so a
-    draft can never be billed. Immutable; a new bill for the same charge is a new document."""
+    draft can never be billed. Immutable; a new bill for the same charge is a new document.
+
+    A roll line whose credit covers its whole levy (net 0.00) has no installment to bill; it gets
+    once a year, at finalization, a *zero notice*: a bill with no charge and its ``roll_line``,
+    showing the levy imposed and the credit with nothing to pay (¶9)."""
 
     number = models.CharField(max_length=24, unique=True)
-    charge = models.ForeignKey(Charge, on_delete=models.PROTECT, related_name="bills")
+    charge = models.ForeignKey(Charge, on_delete=models.PROTECT, null=True, blank=True, related_name="bills")
+    roll_line = models.ForeignKey("levy.RollLine", on_delete=models.PROTECT, null=True, blank=True, related_name="zero_notices")
     parcel = models.ForeignKey("parcels.Parcel", on_delete=models.PROTECT, related_name="bills")
     issued_on = models.DateField()
     snapshot = models.JSONField()
@@ -388,6 +401,9 @@ class Bill(models.Model):
         constraints = [
             # one bill per charge in a batch, so a restarted batch never bills twice
             models.UniqueConstraint(fields=["batch", "charge"], condition=Q(batch__isnull=False), name="one_bill_per_charge_in_batch"),
+            # ¶9: a bill is for an installment, or it is the zero notice of a roll line: never both, never neither
+            models.CheckConstraint(condition=Q(charge__isnull=False) ^ Q(roll_line__isnull=False), name="bill_is_for_a_charge_or_a_line"),
+            models.UniqueConstraint(fields=["roll_line"], condition=Q(roll_line__isnull=False), name="one_zero_notice_per_roll_line"),
         ]
         triggers = APPEND_ONLY
 

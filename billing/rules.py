@@ -532,12 +532,17 @@ class WaterSaleRates:
         _check_money(self.pumped_rate, name="pumped_rate")
 
 
+class WaterRateMissing(BillingRuleError):
+    """¶8 (sec. 374a): gravity water after the first 12 months needs the Authority's rate, and
+    none is on file for the delivery date; the cap is a limit, not a price."""
+
+
 def water_rate(
     *,
     first_water: date,
     delivery_date: date,
     pumped: bool,
-    authority_rate: Decimal,
+    authority_rate: Decimal | None,
     rates: WaterSaleRates = WaterSaleRates(),
 ) -> Decimal:
     """¶8 (sec. 374a): dollars per acre-foot for water delivered before the levy starts.
@@ -545,18 +550,23 @@ def water_rate(
     ``first_year_rate`` while ``delivery_date < add_months(first_water, 12)`` (pumped or not);
     afterwards ``pumped_rate`` for land the owner waters with his own pumps and otherwise
     ``authority_rate``, which must not exceed ``max_authority_rate`` (checked on every call, so a
-    bad rate is caught even while no parcel is billed at it). Whether the levy has started (¶8,
-    ¶10) is for the caller to decide.
+    bad rate is caught even while no parcel is billed at it). ``pumped`` says which land the
+    water went to, not what the parcel holds. With no Authority rate (``None``) gravity water
+    after the first 12 months raises ``WaterRateMissing`` instead of being priced at the cap.
+    Whether the levy has started (¶8, ¶10) is for the caller to decide.
     """
-    _check_money(authority_rate, name="authority_rate")
-    if authority_rate > rates.max_authority_rate:
-        raise BillingRuleError(f"authority_rate {authority_rate} exceeds the sec. 374a cap {rates.max_authority_rate}")
+    if authority_rate is not None:
+        _check_money(authority_rate, name="authority_rate")
+        if authority_rate > rates.max_authority_rate:
+            raise BillingRuleError(f"authority_rate {authority_rate} exceeds the sec. 374a cap {rates.max_authority_rate}")
     if delivery_date < first_water:
         raise BillingRuleError(f"delivery on {delivery_date} is before the parcel's first water on {first_water}")
     if delivery_date < add_months(first_water, 12):
         return rates.first_year_rate
     if pumped:
         return rates.pumped_rate
+    if authority_rate is None:
+        raise WaterRateMissing(f"no Authority rate per acre-foot is on file for {delivery_date.isoformat()} (sec. 374a)")
     return authority_rate
 
 

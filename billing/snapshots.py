@@ -186,6 +186,10 @@ class BillSnapshot:
     paid: Decimal
     balance: Decimal
     total_due: Decimal
+    # ¶11, ¶12: the installments' actual due dates (a late roll's differ from July 1 and January 1);
+    # bills frozen before they were recorded have none and print "1 de julio y 1 de enero".
+    first_due: date | None = None
+    second_due: date | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -204,6 +208,8 @@ class BillSnapshot:
             "net": str(self.net),
             "first_installment": str(self.first_installment),
             "second_installment": str(self.second_installment),
+            "first_due": self.first_due.isoformat() if self.first_due else None,
+            "second_due": self.second_due.isoformat() if self.second_due else None,
             "principal": str(self.principal),
             "due_date": self.due_date.isoformat(),
             "last_day_to_pay": self.last_day_to_pay.isoformat(),
@@ -232,6 +238,8 @@ class BillSnapshot:
             surcharge_groups=tuple((int(months), str(unpaid)) for months, unpaid in snap.get("surcharge_groups", [])),
             surcharge_rate=Decimal(snap["surcharge_rate"]), grace_days=int(snap.get("grace_days", 0)), paid=Decimal(snap["paid"]),
             balance=Decimal(snap["balance"]), total_due=Decimal(snap["total_due"]),
+            first_due=date.fromisoformat(snap["first_due"]) if snap.get("first_due") else None,
+            second_due=date.fromisoformat(snap["second_due"]) if snap.get("second_due") else None,
         )
 
 

@@ -542,7 +542,10 @@ def compute_levy(
     k0_cents = om_cents + reserve_cents + deficit_cents - surplus_cents - misc_cents
     margin_rate = Fraction(params.safety_margin_rate)
     if certified_cents is not None:
-        credits_cents = certified_cents
+        # ¶1(3), ¶3, ¶4: when the certified credits do not lift the subtotal above zero,
+        # nothing is levied and so no credit is owed: factor (3) is shown as 0.00 with the
+        # subtotal, the margin and the total (docs/interpretations.md).
+        credits_cents = certified_cents if k0_cents + certified_cents > 0 else 0
         subtotal_cents = max(k0_cents + credits_cents, 0)
     elif k0_cents <= 0:
         # ¶3, ¶4: nothing is left to levy, so no credit is owed either.
@@ -692,6 +695,54 @@ def _solved_credits(
         )
     levy_exact = m * k0_cents / (1 - m * k)
     return _half_up(k * levy_exact)
+
+
+# ---------------------------------------------------------------------------------------------
+# Warning: credits that multiply the levy (¶1(3), ¶3, ¶7)
+# ---------------------------------------------------------------------------------------------
+
+# Not statute: a review threshold. Without credits the levy is (1 + margin) × K0; factor (3)
+# multiplies it by 1 / (1 − 1.02·k), which grows without bound as 1.02·k nears 1, so a small
+# estimate can give an enormous levy. Past 1.5 times the levy without credits the worksheet says so.
+CREDITS_WARNING_FACTOR = Decimal("1.5")
+
+
+@dataclass(frozen=True, slots=True)
+class CreditsMultiplier:
+    """¶1(3), ¶3, ¶7: how many times the credits multiply the levy without credits."""
+
+    k0: Decimal  # ¶1–¶3 before credits: O&M + reserve + deficit − surplus − misc income
+    base: Decimal  # (1 + margin) × K0 half-up to the cent: the levy if there were no credits
+    threshold: Decimal  # CREDITS_WARNING_FACTOR × (1 + margin) × K0, half-up to the cent
+    total_levy: Decimal
+    multiplier: Decimal | None  # total_levy ÷ base to two places; None when the base is not positive
+    exceeds: bool  # total_levy > 1.5 × (1 + margin) × K0, compared exactly
+
+
+def credits_multiplier(*, k0: Decimal, total_levy: Decimal, safety_margin_rate: Decimal) -> CreditsMultiplier:
+    """¶1(3), ¶3, ¶7: whether the total levy exceeds 1.5 × (1.02 × K0).
+
+    The comparison is exact (no rounding of the threshold). A positive levy over a K0 of zero
+    or less is all credits, so it always exceeds.
+    """
+    for name, value in (("k0", k0), ("total_levy", total_levy), ("safety_margin_rate", safety_margin_rate)):
+        if not _is_finite_decimal(value):
+            raise LevyRuleError(f"{name} must be a Decimal, not {value!r}.")
+    total_cents = _cents(total_levy, "total_levy")
+    k0_exact = Fraction(k0) * 100  # cents; K0 may be negative (a surplus larger than the rest)
+    base_exact = (1 + Fraction(safety_margin_rate)) * k0_exact
+    threshold_exact = Fraction(CREDITS_WARNING_FACTOR) * base_exact
+    multiplier = None
+    if base_exact > 0:
+        multiplier = _quantize_fraction(total_cents / base_exact, CENT)
+    return CreditsMultiplier(
+        k0=k0,
+        base=_dollars(_half_up(base_exact)),
+        threshold=_dollars(_half_up(threshold_exact)),
+        total_levy=total_levy,
+        multiplier=multiplier,
+        exceeds=total_cents > 0 and total_cents > threshold_exact,
+    )
 
 
 # ---------------------------------------------------------------------------------------------

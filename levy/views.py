@@ -247,6 +247,12 @@ def worksheet_lines(levy: Any) -> list[PrintedLine]:
     return lines
 
 
+def credits_check(*, k0: Any, total_levy: Any, safety_margin_rate: Decimal, certified: bool) -> dict[str, Any]:
+    """¶1(3), ¶3, ¶7: the figures of the worksheet's warning when credits multiply the levy."""
+    check = rules.credits_multiplier(k0=_amount(k0), total_levy=_amount(total_levy), safety_margin_rate=safety_margin_rate)
+    return {"check": check, "factor": 1 + safety_margin_rate, "times": rules.CREDITS_WARNING_FACTOR, "certified": certified}
+
+
 @role_required(*ROLL_READERS)
 def worksheet(request: HttpRequest, year: str) -> HttpResponse:
     label = _label(year)
@@ -269,6 +275,13 @@ def worksheet(request: HttpRequest, year: str) -> HttpResponse:
                 pumped_weight=Decimal(levy.parameters.get("pumped_weight", "0.5")) * 100,
                 # ¶1(3) against ¶7: factor (3) is one rounding of the whole, the roll rounds each credit.
                 credits_gap=abs(levy.credits.amount - levy.roll_credits.amount),
+                credits_warning=credits_check(k0=levy.k0, total_levy=levy.total_levy,
+                                              safety_margin_rate=Decimal(levy.parameters.get("safety_margin_rate", "0.02")),
+                                              certified=levy.credits_certified),
+                # ¶1(3), ¶3: certified credits dropped to 0.00 because the subtotal did not pass zero.
+                certified_unused=(levy.estimate.certified_credits
+                                  if levy.credits_certified and levy.estimate.certified_credits is not None
+                                  and levy.estimate.certified_credits.amount and not levy.credits.amount else None),
             )
     context["can_act"] = has_role(request.user, HACIENDA)
     return render(request, "levy/worksheet.html", context)
@@ -464,6 +477,9 @@ def whatif(request: HttpRequest, year: str) -> HttpResponse:
             context.update(_whatif_comparison(result, refs, start))
             context["result"] = result
             context["lines"] = worksheet_lines(result.worksheet)
+            context["credits_warning"] = credits_check(k0=result.worksheet.k0, total_levy=result.worksheet.total_levy,
+                                                       safety_margin_rate=params.safety_margin_rate,
+                                                       certified=result.worksheet.credits_certified)
             existing = selectors.roll_levy(label) if fiscal_year.pk else None
             context["existing"] = existing
     return render(request, "levy/whatif.html", context)

@@ -17,7 +17,7 @@ from django.db.models import QuerySet
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from levy.models import FiscalYear, Levy
+from levy.models import FiscalYear, Levy, RollLine
 from parcels.jobs import JobBusy, job_defer
 from parcels.models import Job, Parcel
 from parcels.roles import COLLECTOR, HACIENDA, SUPERVISOR, has_role
@@ -77,12 +77,29 @@ def accounts_facts(*, charges: Sequence[Charge], issued_on: date) -> dict[int, A
     return facts
 
 
-def bill_snapshot(*, charge: Charge, issued_on: date, facts: AccountFacts | None = None) -> dict[str, Any]:
+def installment_dues(levy_id: int) -> dict[int, str]:
+    """¶11, ¶12: the due dates (ISO) of a final roll's installments 1 and 2, as issued: July 1 and
+    January 1, or the finalization date for a half a late roll made due later. Every line of a
+    roll shares them; a half no line owes is missing."""
+    dues = {}
+    for number in (1, 2):
+        due = (Charge.objects.filter(roll_line__levy_id=levy_id, kind=Charge.Kind.INSTALLMENT, number=number)
+               .values_list("due_date", flat=True).first())
+        if due is not None:
+            dues[number] = due.isoformat()
+    return dues
+
+
+def bill_snapshot(*, charge: Charge, issued_on: date, facts: AccountFacts | None = None,
+                  dues: dict[int, str] | None = None) -> dict[str, Any]:
     """¶9, ¶12: what the bill prints, frozen as of its issue date. The parcel's figures are the
-    roll's (what the charge was computed from); the owner is the parcel's owner when billed."""
+    roll's (what the charge was computed from); the owner is the parcel's owner when billed.
+    ``first_due``/``second_due`` are the installments' actual due dates (a late roll's differ
+    from July 1 and January 1); ``dues`` is ``installment_dues`` of the roll, when known."""
     parcel = charge.parcel
     line = charge.roll_line
     facts = facts or account_facts(charge=charge, parcel=parcel, issued_on=issued_on)
+    dues = dues if dues is not None else installment_dues(line.levy_id)
     state = facts.state
     return BillSnapshot(
         parcel_id=parcel.parcel_id, owner_name=parcel.owner.name, owner_key=parcel.owner.owner_key,
@@ -93,6 +110,8 @@ def bill_snapshot(*, charge: Charge, issued_on: date, facts: AccountFacts | None
         last_day_to_pay=state.last_day, as_of=issued_on, surcharge=state.surcharge,
         surcharge_groups=tuple((months, unpaid) for months, unpaid in surcharge_groups(state)), surcharge_rate=facts.rate,
         grace_days=facts.grace_days, paid=state.paid, balance=state.balance, total_due=facts.total_due,
+        first_due=date.fromisoformat(dues[1]) if dues.get(1) else None,
+        second_due=date.fromisoformat(dues[2]) if dues.get(2) else None,
     ).to_json()
 
 
@@ -115,6 +134,65 @@ def bill_issue(*, acting_user: Any, charge: Charge | int, issued_on: date | None
     bill.save()
     documents.bill_document_store(bill, lang=lang)
     return bill
+
+
+# --- Zero notices (¶9): a line whose credit covers its levy ---------------------------------------
+
+
+def zero_notice_snapshot(*, line: RollLine, issued_on: date, dues: dict[int, str]) -> dict[str, Any]:
+    """¶9: what a zero notice prints: the roll line's levy imposed and credit, nothing to pay."""
+    parcel = line.parcel
+    return {
+        "nothing_to_pay": True,
+        "parcel_id": parcel.parcel_id,
+        "owner_name": parcel.owner.name,
+        "owner_key": parcel.owner.owner_key,
+        "gravity_acres": str(line.gravity_acres),
+        "pumped_acres": str(line.pumped_acres),
+        "equivalent_acres": str(line.equivalent_acres),
+        "fiscal_year": line.levy.fiscal_year.label,
+        "number": None,
+        "om_charge": str(line.om_charge),
+        "credit_percent": str(line.credit_percent),
+        "credit": str(line.credit),
+        "net": str(line.net),
+        "first_installment": str(line.first_installment),
+        "second_installment": str(line.second_installment),
+        "first_due": dues.get(1),
+        "second_due": dues.get(2),
+        "as_of": issued_on.isoformat(),
+    }
+
+
+def zero_notice_lines(levy: Levy) -> QuerySet[RollLine]:
+    """¶9: the lines of a final roll that pay a levy entirely covered by their credit (net 0.00
+    on a positive charge) and have no zero notice yet."""
+    return (RollLine.objects.filter(levy=levy, levied=True, om_charge__gt=0, net=0)
+            .exclude(zero_notices__isnull=False)
+            .select_related("levy__fiscal_year", "parcel__owner").order_by("parcel_code"))
+
+
+@transaction.atomic
+def zero_notices_issue(*, acting_user: Any, levy: Levy, issued_on: date | None = None, lang: str | None = None) -> int:
+    """¶9: at finalization, a numbered notice (``AV-…``, the bill series) for each line at 100 %
+    credit, showing the levy imposed and the credit with nothing to pay; its PDF stored like a
+    bill's. Once a year: a line that has its notice is skipped, so running it again issues none."""
+    _check_bill_user(acting_user)
+    if levy.status != Levy.Status.FINAL:
+        raise BillingError(_("Un padrón en borrador no se factura: solo se emiten avisos de un padrón finalizado."))
+    lines = list(zero_notice_lines(levy))
+    if not lines:
+        return 0
+    on = issued_on or timezone.localdate()
+    dues = installment_dues(levy.pk)
+    numbers = numbers_allocate("bill", BILL_PREFIX, on, len(lines))
+    for line, number in zip(lines, numbers, strict=True):
+        snapshot = zero_notice_snapshot(line=line, issued_on=on, dues=dues)
+        bill = Bill(number=number, roll_line=line, parcel_id=line.parcel_id, issued_on=on, snapshot=snapshot, issued_by=acting_user)
+        bill.full_clean()
+        bill.save()
+        documents.bill_document_store(bill, lang=lang)
+    return len(lines)
 
 
 def bill_for_installment(*, parcel_code: str, fiscal_year: str, number: int) -> Charge:
@@ -246,9 +324,10 @@ def bill_batch_issue(*, batch: BillBatch, charge_ids: Sequence[int], issued_on: 
             raise BillingError(_("Un padrón en borrador no se factura: solo se emiten avisos de un padrón finalizado."))
     numbers = numbers_allocate("bill", BILL_PREFIX, issued_on, len(todo))
     facts = accounts_facts(charges=todo, issued_on=issued_on)
+    dues = {levy_id: installment_dues(levy_id) for levy_id in {charge.roll_line.levy_id for charge in todo}}
     bills, htmls, codes = [], [], []
     for charge, number in zip(todo, numbers, strict=True):
-        snapshot = bill_snapshot(charge=charge, issued_on=issued_on, facts=facts[charge.pk])
+        snapshot = bill_snapshot(charge=charge, issued_on=issued_on, facts=facts[charge.pk], dues=dues[charge.roll_line.levy_id])
         code = documents.verification_code(IssuedDocument.Kind.BILL, number)
         bills.append(Bill(number=number, charge=charge, parcel_id=charge.parcel_id, issued_on=issued_on, snapshot=snapshot,
                           batch=batch, issued_by_id=batch.created_by_id))

@@ -18,6 +18,7 @@ from .. import rules
 from ..accounts import due_and_last_day
 from ..errors import BillingError
 from ..models import Charge
+from .bills import zero_notices_issue
 
 
 @transaction.atomic
@@ -97,4 +98,5 @@ def roll_finalize(*, acting_user: Any, fiscal_year: str, today: date | None = No
     levy.save(update_fields=["status", "finalized_by", "finalized_at", "finalized_on", "finalized_late"])
     # Billing builds on the finalized roll, in the same transaction.
     installments_issue(acting_user=acting_user, levy=levy)
+    zero_notices_issue(acting_user=acting_user, levy=levy, issued_on=on)  # ¶9: a line at 100 % credit still gets its notice
     return levy

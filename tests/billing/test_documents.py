@@ -478,3 +478,39 @@ def test_bulk_start_refusals_and_filters(district_1, staff):
     assert list(bills.bill_batch_charges(batch).values_list("parcel__parcel_id", flat=True)) == ["P2", "P4"]
     result = bulk.bill_batch_run(batch=batch, processes=1)
     assert result["bills"] == 2 and result["parts"] == 1
+
+
+@pytest.mark.django_db
+def test_a_bill_under_a_late_roll_states_the_actual_due_dates(make_parcel, owner_a, staff):
+    """¶11, ¶12: a roll finalized on 2026-08-14, after July 1, makes the July half due that day; the
+    bill says so instead of "1 de julio y 1 de enero" (docs/interpretations.md)."""
+    from tests.conftest import EXAMPLE_1
+
+    for parcel_id, gravity in EXAMPLE_1:
+        make_parcel(parcel_id, owner_a, gravity=gravity)
+    estimate_enter(acting_user=staff["authority"], fiscal_year="2026-2027", om_estimate=Decimal("100000.00"),
+                   reserve=Decimal("1500.00"), misc_income=Decimal("7500.00"), surplus=Decimal("4000.00"))
+    estimate_certify(acting_user=staff["authority"], fiscal_year="2026-2027")
+    levy_compute(acting_user=staff["hacienda"], fiscal_year="2026-2027")
+    levy = roll_finalize(acting_user=staff["hacienda"], fiscal_year="2026-2027", today=date(2026, 8, 14))
+    assert levy.finalized_late
+    july = Charge.objects.get(parcel__parcel_id="P4", number=1)
+    january = Charge.objects.get(parcel__parcel_id="P4", number=2)
+    assert (july.due_date, january.due_date) == (date(2026, 8, 14), date(2027, 1, 1))
+    for charge in (july, january):
+        bill = bills.bill_issue(acting_user=staff["hacienda"], charge=charge, issued_on=date(2026, 8, 20))
+        assert (bill.snapshot["first_due"], bill.snapshot["second_due"]) == ("2026-08-14", "2027-01-01")
+        text = flat(text_of(bytes(bill.document.pdf)))
+        assert "pagadera en dos plazos que vencen el 14 de agosto de 2026 y el 1 de enero de 2027 (¶11, ¶12)" in text
+        assert "Primer plazo, vence el 14 de agosto de 2026" in text and "Segundo plazo, vence el 1 de enero de 2027" in text
+        assert "1 de julio y 1 de enero" not in text
+    assert "Vence (¶12: pagadero por adelantado) 14 de agosto de 2026" in flat(text_of(bytes(july.bills.get().document.pdf)))
+
+
+@pytest.mark.django_db
+def test_a_bill_frozen_before_the_due_dates_were_kept_keeps_its_wording(district_1, staff):
+    charge = Charge.objects.get(parcel__parcel_id="P4", number=1)
+    bill = bills.bill_issue(acting_user=staff["hacienda"], charge=charge, issued_on=date(2026, 7, 1))
+    old = {key: value for key, value in bill.snapshot.items() if key not in ("first_due", "second_due")}
+    text = flat(text_of(pdf.html_to_fitting_pdf(documents.bill_html(number=bill.number, snapshot=old, issued_on=bill.issued_on, code=""))))
+    assert "pagadera en dos plazos: 1 de julio y 1 de enero (¶12)" in text and "Primer plazo (julio)" in text

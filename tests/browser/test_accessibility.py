@@ -10,7 +10,7 @@ from django.contrib.auth import get_user_model
 from django_otp.plugins.otp_totp.models import TOTPDevice
 
 from billing.models import BooksCheck
-from billing.services import books_checks, counter
+from billing.services import books_checks, counter, water
 from parcels.models import Owner, Parcel
 from parcels.services import user_create
 from tests.browser.test_journeys import PASSWORD, _finalized_district
@@ -88,3 +88,40 @@ def test_every_page_passes_axe_in_both_languages(visit, language):
     assert "/cuenta/verificar/" in visit.page.url
     visit.submit_code(wrong(totp_code(device)))
     assert "/cuenta/verificar/" in visit.page.url  # refused, the page with its error checked
+
+
+def test_the_worksheet_credits_warning_and_the_water_land_field_pass_axe(visit):
+    """The states the sweep above does not reach: the worksheet's warning when the credits multiply
+    the levy (K0 90,000.00; certified 50,000.00: 142,800.00 is 1.56 × 91,800.00), and the water page
+    with a delivery that names its land."""
+    from levy.services import estimate_certify, estimate_enter, levy_compute
+    from parcels.services import owner_create, parcel_create
+
+    owner = owner_create(acting_user=None, name="Carmen Irizarry Vélez", owner_key="OW-1")
+    for parcel_id, gravity, pumped, inclusion in [("P1", "100", "0", "permanent"), ("M1", "6", "4", "trial")]:
+        parcel_create(acting_user=None, parcel_id=parcel_id, owner=owner, area_unit="acre", gravity_area=Decimal(gravity),
+                      pumped_area=Decimal(pumped), inclusion=inclusion, water_since=date(2025, 9, 15) if parcel_id == "M1" else date(2000, 1, 1),
+                      credit_percent=Decimal("0"))
+    for username, role in (("u_authority", "authority"), ("u_hac_a", "hacienda")):
+        user_create(username=username, role=role, password=PASSWORD)
+    users = {u.username: u for u in get_user_model().objects.all()}
+    estimate_enter(acting_user=users["u_authority"], fiscal_year="2026-2027", om_estimate=Decimal("100000.00"), reserve=Decimal("1500.00"),
+                   misc_income=Decimal("7500.00"), surplus=Decimal("4000.00"), certified_credits=Decimal("50000.00"))
+    estimate_certify(acting_user=users["u_authority"], fiscal_year="2026-2027")
+    levy_compute(acting_user=users["u_hac_a"], fiscal_year="2026-2027")
+    water.water_delivery_record(acting_user=users["u_authority"], parcel=Parcel.objects.get(parcel_id="M1"),
+                                   delivered_on=date(2026, 10, 6), acre_feet=Decimal("4"), land="pumped")
+    for language in ("es-pr", "en"):
+        visit.page.context.clear_cookies()
+        visit.page.context.add_cookies([{"name": "django_language", "value": language, "url": visit.base}])
+        visit.login("u_hac_a", PASSWORD)
+        visit.go("/contribucion/2026-2027/hoja/")
+        warning = visit.page.inner_text("#credits-warning")
+        assert ("1.56" in warning and "$91,800.00" in warning and "$137,700.00" in warning), warning
+        visit.page.screenshot(path=f"/tmp/worksheet-warning-{language}.png", full_page=True)
+        visit.page.context.clear_cookies()
+        visit.page.context.add_cookies([{"name": "django_language", "value": language, "url": visit.base}])
+        visit.login("u_authority", PASSWORD)
+        visit.go("/cobros/agua/")
+        assert visit.page.locator("#id_land").count() == 1
+        visit.page.screenshot(path=f"/tmp/water-{language}.png", full_page=True)

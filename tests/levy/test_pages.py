@@ -570,3 +570,44 @@ def test_a_second_compute_of_the_year_is_refused_while_one_runs(client, users, e
     assert Job.objects.count() == 1
     other = client.post(url("compute", year="2027-2028"))  # another year is another compute
     assert other.status_code == 302 and Job.objects.count() == 2
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("certified", "total", "warned"),
+    [
+        # K0 = 100,000 + 1,500 − 4,000 − 7,500 = 90,000; 1.02 × K0 = 91,800; 1.5 × that = 137,700.
+        ("40000.00", "$132,600.00", False),  # 130,000 + 2% = 132,600: below the limit
+        ("50000.00", "$142,800.00", True),  # 140,000 + 2% = 142,800: 142,800 / 91,800 = 1.56 times
+    ],
+)
+def test_worksheet_warns_when_credits_multiply_the_levy(client, users, example_1, certified, total, warned):
+    estimate_enter(acting_user=users["authority"], fiscal_year=YEAR, **amounts(
+        om_estimate="100000.00", reserve="1500.00", surplus="4000.00", misc_income="7500.00", certified_credits=certified))
+    estimate_certify(acting_user=users["authority"], fiscal_year=YEAR)
+    levy_compute(acting_user=users["hacienda"], fiscal_year=YEAR)
+    client.force_login(users["auditor"])
+    page = client.get(url("worksheet", year=YEAR)).content.decode()
+    assert total in page
+    if warned:
+        assert "Los créditos multiplican la contribución" in page
+        assert "es 1.56 veces la que habría sin créditos (1.02 × K0 = 1.02 × $90,000.00 = $91,800.00, ¶3)" in page
+        assert "límite de revisión de 1.5 veces ($137,700.00)" in page
+        assert "son los que certificó la Autoridad (¶1(3))" in page
+    else:
+        assert "Los créditos multiplican la contribución" not in page
+
+
+@pytest.mark.django_db
+def test_worksheet_shows_certified_credits_as_zero_when_nothing_is_levied(client, users, example_1):
+    # K0 = 10,000 − 12,000 = −2,000; certified 1,500 leaves the subtotal at 0: credits 0.00.
+    estimate_enter(acting_user=users["authority"], fiscal_year=YEAR, **amounts(
+        om_estimate="10000.00", reserve="0.00", misc_income="12000.00", certified_credits="1500.00"))
+    estimate_certify(acting_user=users["authority"], fiscal_year=YEAR)
+    levy = levy_compute(acting_user=users["hacienda"], fiscal_year=YEAR)
+    assert (levy.credits.amount, levy.subtotal.amount, levy.total_levy.amount) == (0, 0, 0)
+    client.force_login(users["auditor"])
+    response = client.get(url("worksheet", year=YEAR))
+    credits_line = next(line for line in response.context["lines"] if line.key == "credits")
+    assert credits_line.amount == Decimal("0.00")
+    assert "La Autoridad certificó $1,500.00" in response.content.decode()

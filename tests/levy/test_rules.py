@@ -28,6 +28,7 @@ from levy.rules import (
     RollLine,
     Worksheet,
     compute_levy,
+    credits_multiplier,
     eligibility,
     equivalent_acres,
     fiscal_year_label,
@@ -686,12 +687,44 @@ def test_certified_credits_cannot_make_a_negative_levy() -> None:
         parcels=[parcel("P1", gravity="1", credit="10")],
     )
     worksheet = result.worksheet
-    assert (worksheet.credits, worksheet.subtotal, worksheet.total_levy) == (
-        D("400.00"),
+    # K0 = 1,000 − 1,500 = −500; −500 + 400 ≤ 0: nothing is levied, so no credit is owed and
+    # factor (3) shows 0.00 with everything else (docs/interpretations.md).
+    assert worksheet.k0 == D("-500.00")
+    assert (worksheet.credits, worksheet.subtotal, worksheet.safety_margin, worksheet.total_levy) == (
+        D("0.00"),
+        D("0.00"),
         D("0.00"),
         D("0.00"),
     )
-    assert result.credits_gap == D("400.00")
+    assert worksheet.credits_certified is True
+    assert (result.roll_total, result.roll_credits, result.credits_gap) == (0, 0, 0)
+    assert [(line.om_charge, line.credit, line.net) for line in result.lines] == [(0, 0, 0)]
+
+
+@pytest.mark.parametrize(
+    ("certified", "credits", "subtotal", "margin", "total"),
+    [
+        ("500.00", "0.00", "0.00", "0.00", "0.00"),  # −500 + 500 = 0: still nothing to levy
+        ("500.01", "500.01", "0.01", "0.00", "0.01"),  # one cent above: the credits stand
+        ("600.00", "600.00", "100.00", "2.00", "102.00"),
+    ],
+)
+def test_certified_credits_at_a_subtotal_of_zero(certified: str, credits: str, subtotal: str, margin: str, total: str) -> None:
+    result = compute_levy(
+        fiscal_year=FY_2026,
+        om_estimate=D("1000.00"),
+        reserve=D("0"),
+        misc_income=D("1500.00"),
+        certified_credits=D(certified),
+        parcels=[parcel("P1", gravity="1", credit="10")],
+    )
+    worksheet = result.worksheet
+    assert (worksheet.credits, worksheet.subtotal, worksheet.safety_margin, worksheet.total_levy) == (
+        D(credits),
+        D(subtotal),
+        D(margin),
+        D(total),
+    )
 
 
 @pytest.mark.parametrize(
@@ -977,7 +1010,8 @@ def test_levy_properties(inputs: dict[str, object]) -> None:
 
     # Factor (3), when solved, matches the credits granted within a cent per credited parcel.
     if worksheet.credits_certified:
-        assert worksheet.credits == inputs["certified_credits"]
+        certified = inputs["certified_credits"]
+        assert worksheet.credits == (certified if k0 + certified > 0 else 0)  # type: ignore[operator]
     else:
         credited = sum(1 for line in lines if line.levied and line.credit_percent > 0)
         assert abs(worksheet.credits - result.roll_credits) <= D("0.01") * credited
@@ -1013,3 +1047,65 @@ def test_datetimes_are_not_dates() -> None:
         parcel("P1", gravity="1", water=datetime(2025, 7, 1, 12, 0))
     with pytest.raises(LevyRuleError, match="July 1"):
         eligibility(parcel=parcel("P1", gravity="1"), fiscal_year=datetime(2026, 7, 1), params=STATUTE)
+
+
+# ---------------------------------------------------------------------------------------------
+# Warning: credits that multiply the levy past 1.5 × (1.02 × K0)
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("credit", "credits", "total", "multiplier", "exceeds"),
+    [
+        # k = 0.32: L = 1,020 / (1 − 0.3264) = 1,514.2517…; credits round(0.32 L) = 484.56;
+        # 1,484.56 + 2% (29.69) = 1,514.25, below 1.5 × 1,020 = 1,530.00; 1,514.25 / 1,020 = 1.48.
+        ("32", "484.56", "1514.25", "1.48", False),
+        # k = 0.33: L = 1,020 / (1 − 0.3366) = 1,537.5339…; credits 507.39; 1,507.39 + 30.15 = 1,537.54.
+        ("33", "507.39", "1537.54", "1.51", True),
+    ],
+)
+def test_credits_multiplier_of_a_solved_levy(credit: str, credits: str, total: str, multiplier: str, exceeds: bool) -> None:
+    result = compute_levy(
+        fiscal_year=FY_2026,
+        om_estimate=D("1000.00"),
+        reserve=D("0"),
+        misc_income=D("0"),
+        parcels=[parcel("P1", gravity="1", credit=credit)],
+    )
+    worksheet = result.worksheet
+    assert (worksheet.credits, worksheet.total_levy) == (D(credits), D(total))
+    check = credits_multiplier(k0=worksheet.k0, total_levy=worksheet.total_levy, safety_margin_rate=D("0.02"))
+    assert (check.base, check.threshold) == (D("1020.00"), D("1530.00"))
+    assert check.multiplier == D(multiplier)
+    assert check.exceeds is exceeds
+
+
+@pytest.mark.parametrize(
+    ("certified", "total", "exceeds"),
+    [
+        ("500.00", "1530.00", False),  # 1,500.00 + 30.00: exactly 1.5 × 1,020 does not warn
+        ("500.01", "1530.01", True),  # 1,500.01 + 30.00 (30.0002 rounded): one cent over
+    ],
+)
+def test_credits_multiplier_at_the_threshold(certified: str, total: str, exceeds: bool) -> None:
+    result = compute_levy(
+        fiscal_year=FY_2026,
+        om_estimate=D("1000.00"),
+        reserve=D("0"),
+        misc_income=D("0"),
+        certified_credits=D(certified),
+        parcels=[parcel("P1", gravity="1", credit="10")],
+    )
+    assert result.worksheet.total_levy == D(total)
+    check = credits_multiplier(k0=result.worksheet.k0, total_levy=result.worksheet.total_levy, safety_margin_rate=D("0.02"))
+    assert check.exceeds is exceeds
+
+
+def test_credits_multiplier_without_a_positive_base() -> None:
+    # K0 = 1,000 − 1,500 = −500; certified 600 gives a levy of 102.00 that is all credits.
+    check = credits_multiplier(k0=D("-500.00"), total_levy=D("102.00"), safety_margin_rate=D("0.02"))
+    assert (check.base, check.threshold, check.multiplier, check.exceeds) == (D("-510.00"), D("-765.00"), None, True)
+    nothing = credits_multiplier(k0=D("-500.00"), total_levy=D("0.00"), safety_margin_rate=D("0.02"))
+    assert nothing.exceeds is False
+    plain = credits_multiplier(k0=D("1000.00"), total_levy=D("1020.00"), safety_margin_rate=D("0.02"))
+    assert (plain.multiplier, plain.exceeds) == (D("1.00"), False)

@@ -23,7 +23,7 @@ from parcels.models import Job
 
 
 class Command(BaseCommand):
-    help = ("Billing and collection: pay, statement, delinquent, water-import, water-bill; documents: receipt, bill, "
+    help = ("Billing and collection: pay, statement, delinquent, water-import, water-rate, water-bill; documents: receipt, bill, "
             "certificate, bulk-bills.")
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -45,9 +45,13 @@ class Command(BaseCommand):
         delinquent.add_argument("--fiscal-year", default="")
         delinquent.add_argument("--semester", type=int, choices=[1, 2])
         delinquent.add_argument("--format", choices=["csv"], default="csv")
-        water = sub.add_parser("water-import", help="record water deliveries from a CSV (parcel_id, delivered_on, acre_feet)")
+        water = sub.add_parser("water-import", help="record water deliveries from a CSV (parcel_id, delivered_on, acre_feet[, land])")
         water.add_argument("file")
         water.add_argument("--user", required=True)
+        rate = sub.add_parser("water-rate", help="record the Authority's rate per acre-foot from a date (sec. 374a, at most the cap)")
+        rate.add_argument("--effective-from", required=True, help="YYYY-MM-DD")
+        rate.add_argument("--rate", required=True)
+        rate.add_argument("--user", required=True)
         bill = sub.add_parser("water-bill", help="turn a month's water deliveries into charges (sec. 374a)")
         bill.add_argument("--month", required=True, help="YYYY-MM")
         bill.add_argument("--user", required=True)
@@ -117,6 +121,11 @@ class Command(BaseCommand):
                 self.stderr.write(str(error))
             raise BillingError(f"rejected: {len(errors)} error(s); nothing was recorded")
         self.stdout.write(f"{count} deliveries recorded")
+
+    def do_water_rate(self, options: dict) -> None:
+        row = water_services.water_authority_rate_set(acting_user=self.user(options["user"]), effective_from=self.date(options["effective_from"]),
+                                                rate=counter.parse_amount(options["rate"]))
+        self.stdout.write(f"Authority water rate {row.rate} per acre-foot from {row.effective_from.isoformat()}")
 
     def do_water_bill(self, options: dict) -> None:
         try:

@@ -12,7 +12,7 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from levy import selectors, services
+from levy import rules, selectors, services
 from levy.exports import ROLL_COLUMNS, levy_summary, roll_rows
 from levy.models import LegalParameterSet, Levy
 
@@ -228,3 +228,12 @@ class Command(BaseCommand):
         self.stdout.write(f"levy {levy.fiscal_year.label} ({levy.status})")
         for label, value in rows:
             self.stdout.write(f"  {label:<42} {value:>18}")
+        margin_rate = Decimal(levy.parameters.get("safety_margin_rate", "0.02"))
+        check = rules.credits_multiplier(k0=levy.k0.amount, total_levy=levy.total_levy.amount, safety_margin_rate=margin_rate)
+        if check.exceeds:
+            if check.multiplier is None:
+                detail = f"is all credits: K0 is {check.k0}"
+            else:
+                detail = (f"is {check.multiplier} times {1 + margin_rate} × K0 = {check.base}, over the review limit "
+                          f"{rules.CREDITS_WARNING_FACTOR} × that = {check.threshold}")
+            self.stdout.write(f"  WARNING ¶1(3), ¶3, ¶7: the total levy {check.total_levy} {detail}.")
