@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('billing', '0011_waterdelivery_land'),
+        ("billing", "0014_waterdelivery_land"),
         ('levy', '0005_no_truncate_guard'),
         ('parcels', '0008_truncate_guard_new_tables'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),

@@ -14,7 +14,7 @@ def backfill(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("billing", "0010_truncate_guard_new_tables"),
+        ("billing", "0013_counter_tendered_change_and_close_explanation"),
     ]
 
     operations = [
