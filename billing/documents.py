@@ -45,7 +45,7 @@ from parcels.models import Job, Parcel
 from parcels.roles import COLLECTOR, HACIENDA, SUPERVISOR, has_role
 from parcels.templatetags.lajas import money
 
-from . import pdf, services
+from . import chain, pdf, services
 from .models import Bill, BillBatch, Charge, DebtCertificate, DocumentSeries, IssuedDocument, Receipt
 from .services import BillingError, rate_label, surcharge_text
 
@@ -246,6 +246,7 @@ def bill_snapshot(*, charge: Charge, issued_on: date, facts: AccountFacts | None
         "paid": str(state.paid),
         "balance": str(state.balance),
         "total_due": str(facts.total_due),
+        "roll_hash": chain.roll_hash(line.levy_id),  # the final roll's link in the chain (billing.chain)
     }
 
 
@@ -306,6 +307,7 @@ def bill_issue(*, acting_user: Any, charge: Charge | int, issued_on: date | None
     code = verification_code(IssuedDocument.Kind.BILL, number)
     data = pdf.html_to_fitting_pdf(bill_html(number=number, snapshot=snapshot, issued_on=on, code=code, lang=lang))
     _store(_document(kind=IssuedDocument.Kind.BILL, number=number, parcel_id=charge.parcel_id, code=code, data=data, bill=bill))
+    chain.link(chain.BILL, bill.pk)
     return bill
 
 
@@ -566,4 +568,5 @@ def bill_batch_issue(*, batch: BillBatch, charge_ids: Sequence[int], issued_on: 
         _document(kind=IssuedDocument.Kind.BILL, number=bill.number, parcel_id=bill.parcel_id, code=code, data=data, bill=bill)
         for bill, code, data in zip(bills, codes, pdfs, strict=True)
     ])
+    chain.link(chain.BILL, [bill.pk for bill in bills])
     return len(bills)

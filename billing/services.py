@@ -23,7 +23,7 @@ from levy.rules import CENT, fiscal_year_label, round_cents
 from parcels.models import Parcel
 from parcels.roles import COLLECTOR, HACIENDA, SUPERVISOR, has_role
 
-from . import books, rules
+from . import books, chain, rules
 from .models import (
     BooksCheck,
     Charge,
@@ -89,6 +89,7 @@ def installments_issue(*, acting_user: Any, levy: Levy) -> int:
     (O&M charge less the water-right credit). Idempotent: running it again creates nothing."""
     if not levy.is_final:
         raise BillingError(_("Solo un padrón finalizado genera plazos."))
+    chain.link(chain.ROLL, levy.pk)  # the final roll: a link of the tamper-evident chain (billing.chain)
     params = LegalParameterSet.in_force(levy.fiscal_year.start)
     finalized_on = levy.finalized_on if params.late_roll_due_on_finalization else None
     halves = {}
@@ -138,6 +139,7 @@ def correction_post(*, acting_user: Any, correction: Any) -> None:
     """¶9, ¶11: a supplementary roll entry on the parcel's account. More owed is a charge of its
     own (due on the correction's date, with the ¶12 surcharge if left unpaid); less owed is a
     credit on that date, applied like a payment to the oldest balance."""
+    chain.link(chain.CORRECTION, correction.pk)
     line = correction.roll_line
     net = correction.net_delta.amount
     description = f"Corrección {line.levy.fiscal_year.label}: {correction.reason[:120]}"
@@ -427,6 +429,7 @@ def _receipt_issue(*, payment: Payment, office: Office, account: Account, applic
     from . import documents
 
     documents.receipt_document_store(receipt)  # ¶9: the PDF, rendered once and stored in this transaction
+    chain.link(chain.RECEIPT, receipt.pk)
     return receipt
 
 
@@ -454,6 +457,7 @@ def payment_void(*, acting_user: Any, payment: Payment, reason: str, voided_on: 
         LedgerEntry.objects.create(parcel_id=payment.parcel_id, entry_date=on, kind=LedgerEntry.Kind.SURCHARGE_VOID,
                                    credit=realized.debit, payment=payment, description=_("Recargo del pago anulado"),
                                    created_by=acting_user)
+    chain.link(chain.VOID, void.pk)
     return void
 
 
@@ -494,6 +498,7 @@ def day_close(*, acting_user: Any, office: Office, day: date, counted_cash: Deci
     )
     close.full_clean()
     close.save()
+    chain.link(chain.DAY_CLOSE, close.pk)  # its link records the head of every series
     return close
 
 
@@ -518,6 +523,7 @@ def refund_issue(*, acting_user: Any, parcel: Parcel, amount: Decimal, reason: s
     )
     LedgerEntry.objects.create(parcel=parcel, entry_date=on, kind=LedgerEntry.Kind.REFUND, debit=amount, refund=refund,
                                charge=charge, description=reason.strip()[:200], created_by=acting_user)
+    chain.link(chain.REFUND, refund.pk)
     return refund
 
 
@@ -559,6 +565,7 @@ def _books_check_record(*, acting_user: Any, trigger: str, expected_totals: dict
     )
     check.full_clean()
     check.save()
+    chain.checkpoint_record(check)  # a passing check's control totals, which later checks must find again
     return check
 
 
@@ -591,6 +598,7 @@ def certificate_issue(*, acting_user: Any, parcel: Parcel, as_of: date) -> DebtC
     from . import documents
 
     documents.certificate_document_store(certificate)  # the PDF, rendered once and stored in this transaction
+    chain.link(chain.CERTIFICATE, certificate.pk)
     return certificate
 
 
@@ -742,6 +750,7 @@ def seizure_step_issue(*, acting_user: Any, parcel: Parcel, kind: str, on: date 
     step.pdf = render_seizure_notice(step=step, parcel=parcel)
     step.sha256 = hashlib.sha256(step.pdf).hexdigest()
     step.save()
+    chain.link(chain.SEIZURE, step.pk)
     return step
 
 
