@@ -29,6 +29,13 @@ The invariants:
 5. documents: every stored PDF is unchanged since issue (SHA-256 of the stored bytes = the
    stored hash): receipts, bills, certificates, seizure notices, and the bulk-printing parts'
    files in MEDIA_ROOT.
+6. chain (``billing.chain``): every issued record is one link of its series' chain; each series
+   runs 1…n with each previous hash the hash before it; each record still hashes to its link; a
+   day close's recorded heads are still there. The first broken link of a series is named.
+7. numbering counts: each ``ReceiptSeries``/``DocumentSeries`` last number = the records in the
+   series = the links of its chain (a table emptied by a superuser behind the triggers is found).
+8. checkpoint: the records the last checkpoint (``BooksCheckpoint``, stored after each passing
+   recorded check) covered still have its totals, and each chain its head at that length.
 """
 
 from __future__ import annotations
@@ -559,7 +566,7 @@ def check_chain(cursor: Any, limit: int) -> list[Finding]:
     findings += _limited("chain", missing, limit, lambda row: f"{row[0]} is not in the chain of series {row[1]}")
     moved = []
     for series, rows in series_links.items():
-        for _series, position, kind, record_id, *_hashes, heads in rows:
+        for _series, position, kind, _record_id, *_hashes, heads in rows:
             if kind != chain.DAY_CLOSE:
                 continue
             for head_series, (head_position, head_hash) in sorted(json.loads(heads).items()):
@@ -600,6 +607,31 @@ def check_series_counts(cursor: Any, limit: int) -> list[Finding]:
     return _limited("numbering", rows, limit, lambda row: (
         f"series {row[0]}: last number issued {row[1] if row[1] is not None else '(no series row)'}, "
         f"{row[2]} records, {row[3]} links in its chain"
+    ))
+
+
+def check_receipt_allocation(cursor: Any, limit: int) -> list[Finding]:
+    """What a receipt says its payment paid (Σ surcharge + principal of its applications) is no
+    more than the payment, and the rest is what the ledger has beyond it: the payment's ledger
+    credit is its amount (``check_ledger``), so the applications may not exceed it."""
+    rows = _rows(cursor, """
+        SELECT r.id, r.fiscal_year, r.number, o.code, pm.amount, COALESCE(e.credit, 0),
+               COALESCE(SUM((a.value ->> 'surcharge')::numeric + (a.value ->> 'principal_paid')::numeric), 0) AS applied
+          FROM billing_receipt r
+          JOIN billing_office o ON o.id = r.office_id
+          JOIN billing_payment pm ON pm.id = r.payment_id
+          LEFT JOIN billing_ledgerentry e ON e.payment_id = pm.id AND e.kind = 'payment'
+          LEFT JOIN LATERAL jsonb_array_elements(
+              CASE WHEN jsonb_typeof(r.snapshot -> 'applications') = 'array' THEN r.snapshot -> 'applications' ELSE '[]'::jsonb END
+          ) a ON TRUE
+         GROUP BY r.id, o.code, pm.amount, e.credit
+        HAVING COALESCE(SUM((a.value ->> 'surcharge')::numeric + (a.value ->> 'principal_paid')::numeric), 0) > pm.amount
+            OR COALESCE(SUM((a.value ->> 'surcharge')::numeric + (a.value ->> 'principal_paid')::numeric), 0) > COALESCE(e.credit, 0)
+         ORDER BY r.id LIMIT %s
+    """, [limit + 1])
+    return _limited("receipts", rows, limit, lambda row: (
+        f"receipt {row[3]}-{row[1]}-{row[2]:06d}: its applications add to {row[6]}, more than the payment {row[4]} "
+        f"(ledger credit {row[5]})"
     ))
 
 
@@ -700,7 +732,7 @@ def check_checkpoint(cursor: Any, limit: int) -> list[Finding]:
 
 CHECKS: tuple[Callable[[Any, int], list[Finding]], ...] = (
     check_levy, check_corrections, check_installments, check_ledger, check_receipts, check_document_series, check_documents,
-    check_chain, check_series_counts, check_checkpoint,
+    check_receipt_allocation, check_chain, check_series_counts, check_checkpoint,
 )
 
 

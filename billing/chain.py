@@ -314,7 +314,7 @@ def backfill() -> int:
         for index, record in enumerate(todo):
             slots.setdefault(record.series, []).append(index)
         ordered: list[Record | None] = [None] * len(todo)
-        for series, indexes in slots.items():
+        for indexes in slots.values():
             members = sorted((todo[i] for i in indexes), key=lambda r: (r.number or 0, r.issued or epoch, r.id))
             for index, record in zip(indexes, members, strict=True):
                 ordered[index] = record

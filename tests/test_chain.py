@@ -7,6 +7,7 @@ replica``) is found and named."""
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 from datetime import date, timedelta
 from decimal import Decimal
@@ -124,7 +125,6 @@ def test_the_final_roll_hash_is_on_its_bills(books_district):
     bill = Bill.objects.get()
     assert bill.snapshot["roll_hash"] == roll.hash
     from pypdf import PdfReader
-    import io
 
     text = "".join(page.extract_text() for page in PdfReader(io.BytesIO(bytes(bill.document.pdf))).pages)
     assert roll.hash[:32] in text.replace("\n", "")
@@ -314,3 +314,27 @@ def test_clean_books_pass_and_record_a_checkpoint_the_next_run_matches(books_dis
     code, out, err = run_command("verify_books")
     assert code == 0, out + err
     assert BooksCheckpoint.objects.count() == 2
+
+
+@pytest.mark.books_unchecked
+@pytest.mark.django_db
+def test_a_receipt_that_applies_more_than_its_payment_is_found(books_district):
+    receipt = Receipt.objects.get(number=1)  # P1 paid 9180.00, all of it to its July installment
+    assert receipt.snapshot["applications"][0]["principal_paid"] == "9180.00"
+    behind_the_triggers("UPDATE billing_receipt SET snapshot = jsonb_set(snapshot, '{applications,0,principal_paid}', "
+                        "'\"9280.00\"') WHERE id = %s", [receipt.pk])
+    lines = findings()
+    assert "receipts: receipt LAJ-2026-2027-000001: its applications add to 9280.00, more than the payment 9180.00 " \
+           "(ledger credit 9180.00)" in lines
+    assert [line.split(" (content hash")[0] for line in lines if line.startswith("chain:")] == [
+        "chain: series receipt LAJ 2026-2027 link 1 (recibo LAJ-2026-2027-000001): the record differs from what was chained"
+    ]
+
+
+@pytest.mark.django_db
+def test_the_worksheet_prints_the_final_rolls_hash(books_district, staff, client):
+    roll = chain.link_of("roll", Levy.objects.get(status="final").pk)
+    client.force_login(staff["hacienda"])
+    page = client.get("/contribucion/2026-2027/hoja/").content.decode()
+    assert f'<code class="hash">{roll.hash}</code>' in page
+    assert "eslabón 1 de la cadena «roll»; impresa en cada aviso" in page
