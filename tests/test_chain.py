@@ -338,3 +338,51 @@ def test_the_worksheet_prints_the_final_rolls_hash(books_district, staff, client
     page = client.get("/contribucion/2026-2027/hoja/").content.decode()
     assert f'<code class="hash">{roll.hash}</code>' in page
     assert "eslabón 1 de la cadena «roll»; impresa en cada aviso" in page
+
+
+@pytest.mark.books_unchecked
+@pytest.mark.django_db(transaction=True)
+def test_two_issues_of_one_series_at_once_do_not_fork_the_chain():
+    """The second issue waits for the first one's lock on the series, then links to its hash."""
+    import threading
+    import time
+
+    from django.db import connections, transaction
+
+    barrier = threading.Barrier(2)
+    errors: list[BaseException] = []
+
+    def record(pk: int) -> chain.Record:
+        return chain.Record(kind="refund", id=pk, series="test series", number=None, label=f"refund {pk}",
+                            content={"kind": "refund", "id": pk}, issued=None)
+
+    def first() -> None:
+        try:
+            with transaction.atomic(), connection.cursor() as cursor:
+                chain._append(cursor, record(10**9 + 1))
+                barrier.wait()
+                time.sleep(1.0)  # the second one is at the lock meanwhile
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    def second() -> None:
+        try:
+            barrier.wait()
+            with transaction.atomic(), connection.cursor() as cursor:
+                chain._append(cursor, record(10**9 + 2))
+        except BaseException as exc:  # noqa: BLE001
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert errors == []
+    one, two = ChainLink.objects.filter(series="test series").order_by("position")
+    assert (one.position, one.record_id, two.position, two.record_id) == (1, 10**9 + 1, 2, 10**9 + 2)
+    assert two.previous_hash == one.hash and one.previous_hash == chain.GENESIS
