@@ -612,26 +612,23 @@ def check_series_counts(cursor: Any, limit: int) -> list[Finding]:
 
 def check_receipt_allocation(cursor: Any, limit: int) -> list[Finding]:
     """What a receipt says its payment paid (Σ surcharge + principal of its applications) is no
-    more than the payment, and the rest is what the ledger has beyond it: the payment's ledger
-    credit is its amount (``check_ledger``), so the applications may not exceed it."""
+    more than the payment (the rest went to the account's credit). The payment's ledger credit and
+    the receipt's surcharge against the ledger are ``check_ledger``'s."""
     rows = _rows(cursor, """
-        SELECT r.id, r.fiscal_year, r.number, o.code, pm.amount, COALESCE(e.credit, 0),
+        SELECT r.fiscal_year, r.number, o.code, pm.amount,
                COALESCE(SUM((a.value ->> 'surcharge')::numeric + (a.value ->> 'principal_paid')::numeric), 0) AS applied
           FROM billing_receipt r
           JOIN billing_office o ON o.id = r.office_id
           JOIN billing_payment pm ON pm.id = r.payment_id
-          LEFT JOIN billing_ledgerentry e ON e.payment_id = pm.id AND e.kind = 'payment'
           LEFT JOIN LATERAL jsonb_array_elements(
               CASE WHEN jsonb_typeof(r.snapshot -> 'applications') = 'array' THEN r.snapshot -> 'applications' ELSE '[]'::jsonb END
           ) a ON TRUE
-         GROUP BY r.id, o.code, pm.amount, e.credit
+         GROUP BY r.id, o.code, pm.amount
         HAVING COALESCE(SUM((a.value ->> 'surcharge')::numeric + (a.value ->> 'principal_paid')::numeric), 0) > pm.amount
-            OR COALESCE(SUM((a.value ->> 'surcharge')::numeric + (a.value ->> 'principal_paid')::numeric), 0) > COALESCE(e.credit, 0)
          ORDER BY r.id LIMIT %s
     """, [limit + 1])
     return _limited("receipts", rows, limit, lambda row: (
-        f"receipt {row[3]}-{row[1]}-{row[2]:06d}: its applications add to {row[6]}, more than the payment {row[4]} "
-        f"(ledger credit {row[5]})"
+        f"receipt {row[2]}-{row[0]}-{row[1]:06d}: its applications add to {row[4]}, more than the payment {row[3]}"
     ))
 
 
