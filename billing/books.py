@@ -29,11 +29,19 @@ The invariants:
 5. documents: every stored PDF is unchanged since issue (SHA-256 of the stored bytes = the
    stored hash): receipts, bills, certificates, seizure notices, and the bulk-printing parts'
    files in MEDIA_ROOT.
+6. chain (``billing.chain``): every issued record is one link of its series' chain; each series
+   runs 1…n with each previous hash the hash before it; each record still hashes to its link; a
+   day close's recorded heads are still there. The first broken link of a series is named.
+7. numbering counts: each ``ReceiptSeries``/``DocumentSeries`` last number = the records in the
+   series = the links of its chain (a table emptied by a superuser behind the triggers is found).
+8. checkpoint: the records the last checkpoint (``BooksCheckpoint``, stored after each passing
+   recorded check) covered still have its totals, and each chain its head at that length.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
@@ -42,6 +50,7 @@ from typing import Any
 from django.core.files.storage import default_storage
 from django.db import connections
 
+from . import chain
 from .models import BillBatchPart
 
 DEFAULT_LIMIT = 50  # findings listed per check; the rest are summarized in one line
@@ -503,10 +512,222 @@ def check_batch_files(limit: int) -> list[Finding]:
     return _limited("documents", wrong, limit, lambda row: f"bulk-printing part file {row[0]}: {row[1]}")
 
 
+# --- 6. The chain of issued records ---------------------------------------------------------------
+
+
+def check_chain(cursor: Any, limit: int) -> list[Finding]:
+    """Every issued record is one link of the chain of its series (``billing.chain``); each series
+    runs 1…n, each link's previous hash is the hash of the link before it, its content hash is
+    the record's content as it is now and its hash follows from both. Per series only the first
+    broken link is named (the ones after it hang on it). A day close's recorded heads are still
+    links of their series with the same hash."""
+    links = _rows(cursor, """
+        SELECT series, position, kind, record_id, previous_hash, content_hash, hash, heads::text
+          FROM levy_chainlink ORDER BY series, position
+    """)
+    unlinked: dict[str, dict[int, chain.Record]] = {kind: {} for kind in chain.KINDS}
+    for record in chain.all_records(cursor):
+        unlinked[record.kind][record.id] = record
+    broken: list[tuple] = []
+    hashes: dict[tuple[str, int], str] = {}
+    series_links: dict[str, list[tuple]] = {}
+    for row in links:
+        series_links.setdefault(row[0], []).append(row)
+    for series, rows in series_links.items():
+        previous, reason = chain.GENESIS, None
+        for expected, (_series, position, kind, record_id, previous_hash, stored_content, stored_hash, heads) in enumerate(rows, 1):
+            hashes[(series, position)] = stored_hash
+            record = unlinked.get(kind, {}).pop(record_id, None)
+            if reason is not None:
+                continue  # the series is already broken before this link
+            name = f"series {series} link {position} ({record.label if record else f'{kind} #{record_id}'})"
+            if position != expected:
+                reason = f"series {series}: link {expected} is missing (the next link is {position})"
+            elif previous_hash != previous:
+                reason = f"{name}: its previous hash {previous_hash[:16]}… is not link {position - 1}'s hash {previous[:16]}…"
+            elif record is None:
+                reason = f"{name}: the {kind} it chains is missing"
+            elif record.series != series or (kind in chain.NUMBERED and record.number != position):
+                reason = f"{name}: the record now carries number {record.number} of series {record.series}"
+            else:
+                content = chain.full_content(record, json.loads(heads))
+                if chain.content_hash(content) != stored_content:
+                    reason = f"{name}: the record differs from what was chained (content hash {stored_content[:16]}…, now " \
+                             f"{chain.content_hash(content)[:16]}…)"
+                elif chain.link_hash(previous_hash, content) != stored_hash:
+                    reason = f"{name}: its hash {stored_hash[:16]}… does not follow from the previous hash and its content"
+            previous = stored_hash
+        if reason is not None:
+            broken.append((reason,))
+    findings = _limited("chain", broken, limit, lambda row: row[0])
+    missing = [(r.label, r.series) for kind in chain.KINDS for r in unlinked[kind].values()]
+    findings += _limited("chain", missing, limit, lambda row: f"{row[0]} is not in the chain of series {row[1]}")
+    moved = []
+    for series, rows in series_links.items():
+        for _series, position, kind, _record_id, *_hashes, heads in rows:
+            if kind != chain.DAY_CLOSE:
+                continue
+            for head_series, (head_position, head_hash) in sorted(json.loads(heads).items()):
+                now = hashes.get((head_series, head_position))
+                if now != head_hash:
+                    moved.append((series, position, head_series, head_position, head_hash, now))
+    findings += _limited("chain", moved, limit, lambda row: (
+        f"series {row[0]} link {row[1]}: the day close recorded {row[2]} at link {row[3]} with hash {row[4][:16]}…, "
+        f"that link is now {(row[5][:16] + '…') if row[5] else 'missing'}"
+    ))
+    return findings
+
+
+def check_series_counts(cursor: Any, limit: int) -> list[Finding]:
+    """Each numbering series' last number = the records in it = the links of its chain: a table
+    emptied (or a row deleted) behind the triggers' back leaves the series row and the chain
+    longer than the records. A chain of a numbered kind with no series row is found too."""
+    rows = _rows(cursor, f"""
+        WITH numbered AS (
+            SELECT 'receipt ' || o.code || ' ' || s.fiscal_year AS series, s.last_number AS last
+              FROM billing_receiptseries s JOIN billing_office o ON o.id = s.office_id
+            UNION ALL SELECT kind || ' ' || year, last_number FROM billing_documentseries
+        ), records AS (
+            SELECT 'receipt ' || o.code || ' ' || r.fiscal_year AS series, COUNT(*) AS n
+              FROM billing_receipt r JOIN billing_office o ON o.id = r.office_id GROUP BY 1
+            UNION ALL
+            SELECT kind || ' ' || split_part(number, '-', 2), COUNT(*)
+              FROM ({DOCUMENT_NUMBERS}) d GROUP BY 1
+        ), links AS (
+            SELECT series, COUNT(*) AS n FROM levy_chainlink WHERE kind IN ('receipt', 'bill', 'certificate', 'seizure')
+             GROUP BY series
+        )
+        SELECT series, numbered.last, COALESCE(records.n, 0), COALESCE(links.n, 0)
+          FROM numbered FULL JOIN records USING (series) FULL JOIN links USING (series)
+         WHERE numbered.last IS DISTINCT FROM COALESCE(records.n, 0) OR COALESCE(records.n, 0) <> COALESCE(links.n, 0)
+         ORDER BY series LIMIT %s
+    """, [limit + 1])
+    return _limited("numbering", rows, limit, lambda row: (
+        f"series {row[0]}: last number issued {row[1] if row[1] is not None else '(no series row)'}, "
+        f"{row[2]} records, {row[3]} links in its chain"
+    ))
+
+
+def check_receipt_allocation(cursor: Any, limit: int) -> list[Finding]:
+    """What a receipt says its payment paid (Σ surcharge + principal of its applications) is no
+    more than the payment (the rest went to the account's credit). The payment's ledger credit and
+    the receipt's surcharge against the ledger are ``check_ledger``'s."""
+    rows = _rows(cursor, """
+        SELECT r.fiscal_year, r.number, o.code, pm.amount,
+               COALESCE(SUM((a.value ->> 'surcharge')::numeric + (a.value ->> 'principal_paid')::numeric), 0) AS applied
+          FROM billing_receipt r
+          JOIN billing_office o ON o.id = r.office_id
+          JOIN billing_payment pm ON pm.id = r.payment_id
+          LEFT JOIN LATERAL jsonb_array_elements(
+              CASE WHEN jsonb_typeof(r.snapshot -> 'applications') = 'array' THEN r.snapshot -> 'applications' ELSE '[]'::jsonb END
+          ) a ON TRUE
+         GROUP BY r.id, o.code, pm.amount
+        HAVING COALESCE(SUM((a.value ->> 'surcharge')::numeric + (a.value ->> 'principal_paid')::numeric), 0) > pm.amount
+         ORDER BY r.id LIMIT %s
+    """, [limit + 1])
+    return _limited("receipts", rows, limit, lambda row: (
+        f"receipt {row[2]}-{row[0]}-{row[1]:06d}: its applications add to {row[4]}, more than the payment {row[3]}"
+    ))
+
+
+# --- 7. The last checkpoint -----------------------------------------------------------------------
+
+# (name, table, timestamp column, aggregate): the records a checkpoint covers and their figures.
+CHECKPOINT_TABLES = (
+    ("charges", "billing_charge", "created_at", "COUNT(*) || ' (' || COALESCE(SUM(principal), 0) || ')'"),
+    ("payments", "billing_payment", "created_at", "COUNT(*) || ' (' || COALESCE(SUM(amount), 0) || ')'"),
+    ("payment voids", "billing_paymentvoid", "created_at", "COUNT(*) || ' (' || string_agg(payment_id::text, ',' ORDER BY id) || ')'"),
+    ("refunds", "billing_refund", "created_at", "COUNT(*) || ' (' || COALESCE(SUM(amount), 0) || ')'"),
+    ("ledger entries", "billing_ledgerentry", "created_at",
+     "COUNT(*) || ' (debits ' || COALESCE(SUM(debit), 0) || ', credits ' || COALESCE(SUM(credit), 0) || ')'"),
+    ("receipts", "billing_receipt", "issued_at",
+     "COUNT(*) || ' (' || encode(sha256(convert_to(COALESCE(string_agg(snapshot::text, ',' ORDER BY id), ''), 'UTF8')), 'hex') || ')'"),
+    ("bills", "billing_bill", "issued_at", "COUNT(*)"),
+    ("debt certificates", "billing_debtcertificate", "issued_at", "COUNT(*)"),
+    ("seizure notices", "billing_seizurestep", "issued_at", "COUNT(*) || ' (' || COALESCE(string_agg(sha256, ',' ORDER BY id), '') || ')'"),
+    ("stored documents", "billing_issueddocument", "created_at",
+     "COUNT(*) || ' (' || encode(sha256(convert_to(COALESCE(string_agg(sha256, ',' ORDER BY id), ''), 'UTF8')), 'hex') || ')'"),
+    ("roll corrections", "levy_rollcorrection", "created_at", "COUNT(*) || ' (' || COALESCE(SUM(net_delta), 0) || ')'"),
+    ("day closes", "billing_dayclose", "closed_at",
+     "COUNT(*) || ' (' || COALESCE(SUM(counted_cash), 0) || ', ' || COALESCE(SUM(counted_checks), 0) || ')'"),
+)
+
+
+def checkpoint_marks(cursor: Any, *, until: Any) -> dict[str, Any]:
+    """Which records a checkpoint taken now covers: per table the highest id issued at or before
+    ``until``; the final rolls finalized by then; the length and head hash of each chain."""
+    marks: dict[str, Any] = {}
+    for _name, table, stamp, _aggregate in CHECKPOINT_TABLES:
+        cursor.execute(f"SELECT COALESCE(MAX(id), 0) FROM {table} WHERE {stamp} <= %s", [until])  # constants above
+        marks[table] = cursor.fetchone()[0]
+    cursor.execute("SELECT COALESCE(MAX(id), 0) FROM levy_levy WHERE status = 'final' AND finalized_at <= %s", [until])
+    marks["levy_levy"] = cursor.fetchone()[0]
+    cursor.execute("""
+        SELECT DISTINCT ON (series) series, position, hash FROM levy_chainlink WHERE created_at <= %s
+         ORDER BY series, position DESC
+    """, [until])
+    marks["chain"] = {series: [position, hash_] for series, position, hash_ in cursor.fetchall()}
+    return marks
+
+
+def checkpoint_totals(cursor: Any, marks: dict[str, Any]) -> dict[str, str]:
+    """The figures of the records a checkpoint's ``marks`` cover (all append-only, so fixed)."""
+    totals: dict[str, str] = {}
+    for name, table, _stamp, aggregate in CHECKPOINT_TABLES:
+        mark = int(marks.get(table, 0))
+        cursor.execute(f"SELECT {aggregate} FROM {table} WHERE id <= %s", [mark])  # constants above
+        totals[f"{name} up to #{mark}"] = str(cursor.fetchone()[0])
+    mark = int(marks.get("levy_levy", 0))
+    for label, levy, lines, net in _rows(cursor, """
+        SELECT fy.label, l.total_levy, COUNT(r.id), COALESCE(SUM(r.net), 0)
+          FROM levy_levy l JOIN levy_fiscalyear fy ON fy.id = l.fiscal_year_id LEFT JOIN levy_rollline r ON r.levy_id = l.id
+         WHERE l.status = 'final' AND l.id <= %s GROUP BY fy.label, l.id ORDER BY fy.label
+    """, [mark]):
+        totals[f"final roll {label}"] = f"{levy}: {lines} lines, net {net}"
+    return totals
+
+
+def last_checkpoint(cursor: Any) -> tuple | None:
+    cursor.execute("""
+        SELECT p.id, c.started_at, p.marks::text, p.totals::text FROM billing_bookscheckpoint p
+          JOIN billing_bookscheck c ON c.id = p.books_check_id ORDER BY p.id DESC LIMIT 1
+    """)
+    return cursor.fetchone()
+
+
+def check_checkpoint(cursor: Any, limit: int) -> list[Finding]:
+    """The records the last checkpoint covered have the totals it stored, and each chain still
+    has, at the length it had then, the head hash it had then."""
+    last = last_checkpoint(cursor)
+    if last is None:
+        return []
+    pk, started_at, marks, stored = last[0], last[1], json.loads(last[2]), dict(json.loads(last[3]))
+    where = f"checkpoint {pk} of {started_at:%Y-%m-%d %H:%M}"
+    now = checkpoint_totals(cursor, marks)
+    differences = [(name, stored.get(name, "(none)"), now.get(name, "(none)"))
+                   for name in [*stored, *(n for n in now if n not in stored)] if stored.get(name) != now.get(name)]
+    findings = _limited("checkpoint", differences, limit, lambda row: f"{where}: {row[0]}: was {row[1]}, now {row[2]}")
+    heads = [(series, position, hash_) for series, (position, hash_) in sorted(marks.get("chain", {}).items())]
+    if heads:
+        cursor.execute("""
+            SELECT h.series, h.position, l.hash FROM unnest(%s::text[], %s::int[]) AS h(series, position)
+              LEFT JOIN levy_chainlink l ON l.series = h.series AND l.position = h.position
+        """, [[h[0] for h in heads], [h[1] for h in heads]])
+        now_heads = {(series, position): hash_ for series, position, hash_ in cursor.fetchall()}
+        moved = [(series, position, hash_, now_heads.get((series, position)))
+                 for series, position, hash_ in heads if now_heads.get((series, position)) != hash_]
+        findings += _limited("checkpoint", moved, limit, lambda row: (
+            f"{where}: series {row[0]} had link {row[1]} with hash {row[2][:16]}…, it is now "
+            f"{(row[3][:16] + '…') if row[3] else 'missing'}"
+        ))
+    return findings
+
+
 # --- Running them ---------------------------------------------------------------------------------
 
 CHECKS: tuple[Callable[[Any, int], list[Finding]], ...] = (
     check_levy, check_corrections, check_installments, check_ledger, check_receipts, check_document_series, check_documents,
+    check_receipt_allocation, check_chain, check_series_counts, check_checkpoint,
 )
 
 
@@ -518,6 +739,8 @@ def has_books(cursor: Any) -> bool:
             OR EXISTS (SELECT 1 FROM billing_receipt) OR EXISTS (SELECT 1 FROM billing_receiptseries)
             OR EXISTS (SELECT 1 FROM billing_documentseries) OR EXISTS (SELECT 1 FROM billing_issueddocument)
             OR EXISTS (SELECT 1 FROM billing_billbatchpart) OR EXISTS (SELECT 1 FROM levy_rollcorrection)
+            OR EXISTS (SELECT 1 FROM levy_chainlink) OR EXISTS (SELECT 1 FROM billing_bookscheckpoint)
+            OR EXISTS (SELECT 1 FROM billing_refund) OR EXISTS (SELECT 1 FROM billing_dayclose)
     """)
     return bool(cursor.fetchone()[0])
 

@@ -660,4 +660,21 @@ class CreditApplication(models.Model):
             ),
         ]
         indexes = [models.Index(fields=["parcel", "entry_date"])]
+
+
+class BooksCheckpoint(models.Model):
+    """The control totals of the records that existed when a passing ``BooksCheck`` ran
+    (``billing.chain.checkpoint_record``): ``marks`` says which rows (the highest id of each table
+    issued before the check, the length and head hash of each chain); ``totals`` their figures.
+    Records are append-only, so every later check must find the same totals for the same marks
+    (``billing.books.check_checkpoint``). Append-only."""
+
+    # DO_NOTHING: both rows are append-only, and the trigger (not Django) refuses the delete
+    books_check = models.OneToOneField(BooksCheck, on_delete=models.DO_NOTHING, related_name="checkpoint")
+    marks = models.JSONField()
+    totals = models.JSONField()  # [[name, value], ...] in billing.books.checkpoint_totals()'s order
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-pk"]
         triggers = APPEND_ONLY

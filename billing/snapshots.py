@@ -190,6 +190,7 @@ class BillSnapshot:
     # bills frozen before they were recorded have none and print "1 de julio y 1 de enero".
     first_due: date | None = None
     second_due: date | None = None
+    roll_hash: str = ""  # the final roll's hash in its chain (billing.chain), printed on the bill
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -210,6 +211,7 @@ class BillSnapshot:
             "second_installment": str(self.second_installment),
             "first_due": self.first_due.isoformat() if self.first_due else None,
             "second_due": self.second_due.isoformat() if self.second_due else None,
+            "roll_hash": self.roll_hash,
             "principal": str(self.principal),
             "due_date": self.due_date.isoformat(),
             "last_day_to_pay": self.last_day_to_pay.isoformat(),
@@ -240,6 +242,7 @@ class BillSnapshot:
             balance=Decimal(snap["balance"]), total_due=Decimal(snap["total_due"]),
             first_due=date.fromisoformat(snap["first_due"]) if snap.get("first_due") else None,
             second_due=date.fromisoformat(snap["second_due"]) if snap.get("second_due") else None,
+            roll_hash=snap.get("roll_hash", ""),
         )
 
 

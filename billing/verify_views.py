@@ -1,6 +1,7 @@
 """The public verification page of issued documents (no login): a QR code on a receipt, bill
 or debt certificate opens ``/verificar/<code>/``, which confirms the document's kind, number,
-parcel, amounts and status from what was stored when it was issued. Any other code is "not
+parcel, amounts and status from what was stored when it was issued, and its place in the chain of
+its series (``billing.chain``: position, previous and own hash, whether the chain holds). Any other code is "not
 recognized" with status 404; the page never says why, so it cannot be used to probe codes."""
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from django.shortcuts import render
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_safe
 
-from . import documents
+from . import chain, documents
 
 
 @require_safe
@@ -19,4 +20,7 @@ def document(request: HttpRequest, code: str) -> HttpResponse:
     found = documents.verification(code)
     if found is None:
         return render(request, "billing/verify_unknown.html", {"code": code[:80]}, status=404)
+    document = found["document"]
+    kind = {"receipt": chain.RECEIPT, "bill": chain.BILL, "certificate": chain.CERTIFICATE}[document.kind]
+    found["chain"] = chain.place(kind, getattr(document, f"{document.kind}_id"))  # its link of the tamper-evident chain
     return render(request, "billing/verify.html", found)

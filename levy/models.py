@@ -397,3 +397,49 @@ class RollCorrection(models.Model):
             models.CheckConstraint(condition=Q(net_delta=models.F("om_charge_delta") - models.F("credit_delta")), name="correction_net"),
         ]
         triggers = [pgtrigger.Protect(name="correction_unchanged", operation=pgtrigger.Update | pgtrigger.Delete), NO_TRUNCATE]
+
+
+class ChainLink(models.Model):
+    """One link of the tamper-evident chain of issued records (``billing.chain``): every final
+    roll, roll correction, receipt, void, refund, bill, debt certificate, seizure notice and day
+    close is appended, under a lock on its series, to the chain of its numbering series.
+    ``hash = sha256(previous_hash ‖ canonical content)``, the content being the record's sorted-key
+    JSON (its snapshot and its PDF's SHA-256); ``content_hash = sha256(canonical content)``.
+    It lives in ``levy`` (below billing) so the worksheet can print the final roll's hash; billing
+    writes it. Append-only; a day close's link also keeps the head of every series (``heads``)."""
+
+    class Kind(models.TextChoices):
+        ROLL = "roll", _("Padrón final")
+        CORRECTION = "correction", _("Corrección del padrón")
+        RECEIPT = "receipt", _("Recibo contributivo")
+        VOID = "void", _("Anulación de pago")
+        REFUND = "refund", _("Reembolso")
+        BILL = "bill", _("Aviso de contribución")
+        CERTIFICATE = "certificate", _("Certificación de deuda")
+        SEIZURE = "seizure", _("Paso del embargo")
+        DAY_CLOSE = "day_close", _("Cierre del día")
+
+    series = models.CharField(_("serie"), max_length=60)
+    position = models.PositiveIntegerField(_("posición"))
+    kind = models.CharField(max_length=12, choices=Kind.choices)
+    record_id = models.BigIntegerField()
+    previous_hash = models.CharField(max_length=64)
+    content_hash = models.CharField(max_length=64)
+    hash = models.CharField(max_length=64, unique=True)
+    # day closes only: {series: [position, hash]} of every series when the day was closed
+    heads = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["series", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["series", "position"], name="one_link_per_series_position"),
+            models.UniqueConstraint(fields=["kind", "record_id"], name="one_link_per_record"),
+            models.CheckConstraint(condition=Q(position__gte=1), name="chain_position_from_one"),
+            models.CheckConstraint(
+                condition=Q(hash__regex=r"^[0-9a-f]{64}$") & Q(previous_hash__regex=r"^[0-9a-f]{64}$")
+                & Q(content_hash__regex=r"^[0-9a-f]{64}$"),
+                name="chain_hashes_are_sha256",
+            ),
+        ]
+        triggers = [pgtrigger.Protect(name="append_only", operation=pgtrigger.Update | pgtrigger.Delete), NO_TRUNCATE]

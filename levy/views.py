@@ -28,7 +28,7 @@ from . import charts, rules, selectors, services
 from .exports import ROLL_COLUMNS, levy_summary, roll_rows, safe_cell
 from .filters import REASON_SHORT
 from .forms import EstimateForm, FiscalYearForm, WhatIfForm
-from .models import Estimate, FiscalYear, LegalParameterSet, Levy, RollLine
+from .models import ChainLink, Estimate, FiscalYear, LegalParameterSet, Levy, RollLine
 from .services import LEVY_COMPUTE
 
 YEAR_READERS = (AUTHORITY, HACIENDA, AUDITOR)
@@ -266,6 +266,7 @@ def worksheet(request: HttpRequest, year: str) -> HttpResponse:
         final = services.final_levy(fiscal_year)
         levy = final or services.draft_levy(fiscal_year)
         context.update(estimate=estimate, final=final, levy=levy, job=job_active(LEVY_COMPUTE, label))
+        context["roll_link"] = final and ChainLink.objects.filter(kind=ChainLink.Kind.ROLL, record_id=final.pk).first()
         if levy is not None:
             context.update(
                 lines=worksheet_lines(levy), chart=charts.waterfall(charts.worksheet_steps(levy)),

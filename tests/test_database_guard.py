@@ -42,6 +42,8 @@ staff = billing_fixtures.staff
 GUARDED = {
     # levy: dated legal parameters, certified estimates, final levies and roll lines, corrections
     "levy_legalparameterset", "levy_estimate", "levy_levy", "levy_rollline", "levy_rollcorrection",
+    # the tamper-evident chain of every issued record (billing.chain) and the books' checkpoints
+    "levy_chainlink", "billing_bookscheckpoint",
     # billing: the books and every issued document, with their gapless number series
     "billing_charge", "billing_payment", "billing_paymentvoid", "billing_refund", "billing_receipt",
     "billing_ledgerentry", "billing_dayclose", "billing_debtcertificate", "billing_seizurestep", "billing_bill",

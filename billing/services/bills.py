@@ -22,7 +22,7 @@ from parcels.jobs import JobBusy, job_defer
 from parcels.models import Job, Parcel
 from parcels.roles import COLLECTOR, HACIENDA, SUPERVISOR, has_role
 
-from .. import documents
+from .. import chain, documents
 from ..accounts import account_states, charge_key, delinquency_parameters, parcel_by_code
 from ..errors import BillingError
 from ..models import Bill, BillBatch, Charge, DocumentSeries, IssuedDocument
@@ -112,6 +112,7 @@ def bill_snapshot(*, charge: Charge, issued_on: date, facts: AccountFacts | None
         grace_days=facts.grace_days, paid=state.paid, balance=state.balance, total_due=facts.total_due,
         first_due=date.fromisoformat(dues[1]) if dues.get(1) else None,
         second_due=date.fromisoformat(dues[2]) if dues.get(2) else None,
+        roll_hash=chain.roll_hash(line.levy_id),  # the final roll's link in the chain (billing.chain)
     ).to_json()
 
 
@@ -133,6 +134,7 @@ def bill_issue(*, acting_user: Any, charge: Charge | int, issued_on: date | None
     bill.full_clean()
     bill.save()
     documents.bill_document_store(bill, lang=lang)
+    chain.link(chain.BILL, bill.pk)
     return bill
 
 
@@ -161,6 +163,7 @@ def zero_notice_snapshot(*, line: RollLine, issued_on: date, dues: dict[int, str
         "first_due": dues.get(1),
         "second_due": dues.get(2),
         "as_of": issued_on.isoformat(),
+        "roll_hash": chain.roll_hash(line.levy_id),
     }
 
 
@@ -192,6 +195,7 @@ def zero_notices_issue(*, acting_user: Any, levy: Levy, issued_on: date | None =
         bill.full_clean()
         bill.save()
         documents.bill_document_store(bill, lang=lang)
+        chain.link(chain.BILL, bill.pk)
     return len(lines)
 
 
@@ -340,4 +344,5 @@ def bill_batch_issue(*, batch: BillBatch, charge_ids: Sequence[int], issued_on: 
                                bill=bill)
         for bill, code, data in zip(bills, codes, pdfs, strict=True)
     ])
+    chain.link(chain.BILL, [bill.pk for bill in bills])
     return len(bills)

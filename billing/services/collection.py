@@ -14,7 +14,7 @@ from django.utils.translation import gettext as _
 from parcels.models import Parcel
 from parcels.roles import COLLECTOR, HACIENDA, SUPERVISOR, has_role
 
-from .. import documents
+from .. import chain, documents
 from ..accounts import statement
 from ..errors import BillingError
 from ..models import DebtCertificate, OfficeClosure, SeizureCase, SeizureStep
@@ -50,6 +50,7 @@ def certificate_issue(*, acting_user: Any, parcel: Parcel, as_of: date) -> DebtC
         supersedes=previous, issued_by=acting_user,
     )
     documents.certificate_document_store(certificate)  # the PDF, rendered once and stored in this transaction
+    chain.link(chain.CERTIFICATE, certificate.pk)
     return certificate
 
 
@@ -85,4 +86,5 @@ def seizure_step_issue(*, acting_user: Any, parcel: Parcel, kind: str, on: date 
     step.pdf = render_seizure_notice(step=step, parcel=parcel)
     step.sha256 = hashlib.sha256(step.pdf).hexdigest()
     step.save()
+    chain.link(chain.SEIZURE, step.pk)
     return step

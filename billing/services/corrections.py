@@ -14,6 +14,7 @@ from levy.models import RollCorrection, RollLine
 from levy.services import LevyError, require_role
 from parcels.roles import HACIENDA
 
+from .. import chain
 from ..accounts import due_and_last_day
 from ..models import Charge, LedgerEntry
 
@@ -23,6 +24,7 @@ def correction_post(*, acting_user: Any, correction: Any) -> None:
     """¶9, ¶11: a supplementary roll entry on the parcel's account. More owed is a charge of its
     own (due on the correction's date, with the ¶12 surcharge if left unpaid); less owed is a
     credit on that date, applied like a payment to the oldest balance."""
+    chain.link(chain.CORRECTION, correction.pk)
     line = correction.roll_line
     net = correction.net_delta.amount
     description = f"Corrección {line.levy.fiscal_year.label}: {correction.reason[:120]}"

@@ -16,7 +16,7 @@ from levy.rules import CENT
 from parcels.models import Parcel
 from parcels.roles import COLLECTOR, SUPERVISOR, has_role
 
-from .. import documents, rules
+from .. import chain, documents, rules
 from ..accounts import Account, account_state, delinquency_parameters, fiscal_year_of, payment_key
 from ..errors import BillingError
 from ..models import (
@@ -170,6 +170,7 @@ def _receipt_issue(*, payment: Payment, office: Office, account: Account, applic
     ).to_json()
     receipt = Receipt.objects.create(office=office, fiscal_year=fiscal_year, number=series.last_number, payment=payment, snapshot=snapshot)
     documents.receipt_document_store(receipt)  # ¶9: the PDF, rendered once and stored in this transaction
+    chain.link(chain.RECEIPT, receipt.pk)
     return receipt
 
 
@@ -197,6 +198,7 @@ def payment_void(*, acting_user: Any, payment: Payment, reason: str, voided_on: 
         LedgerEntry.objects.create(parcel_id=payment.parcel_id, entry_date=on, kind=LedgerEntry.Kind.SURCHARGE_VOID,
                                    credit=realized.debit, payment=payment, description=_("Recargo del pago anulado"),
                                    created_by=acting_user)
+    chain.link(chain.VOID, void.pk)
     return void
 
 
@@ -224,6 +226,7 @@ def day_close(*, acting_user: Any, office: Office, day: date, counted_cash: Deci
     )
     close.full_clean()
     close.save()
+    chain.link(chain.DAY_CLOSE, close.pk)  # its link records the head of every series
     return close
 
 
@@ -248,4 +251,5 @@ def refund_issue(*, acting_user: Any, parcel: Parcel, amount: Decimal, reason: s
     )
     LedgerEntry.objects.create(parcel=parcel, entry_date=on, kind=LedgerEntry.Kind.REFUND, debit=amount, refund=refund,
                                charge=charge, description=reason.strip()[:200], created_by=acting_user)
+    chain.link(chain.REFUND, refund.pk)
     return refund

@@ -14,7 +14,7 @@ from levy.services import LevyError, draft_levy, final_levy, fiscal_year_get, re
 from parcels.bulk import copy_insert
 from parcels.roles import HACIENDA
 
-from .. import rules
+from .. import chain, rules
 from ..accounts import due_and_last_day
 from ..errors import BillingError
 from ..models import Charge
@@ -27,6 +27,7 @@ def installments_issue(*, acting_user: Any, levy: Levy) -> int:
     (O&M charge less the water-right credit). Idempotent: running it again creates nothing."""
     if not levy.is_final:
         raise BillingError(_("Solo un padrón finalizado genera plazos."))
+    chain.link(chain.ROLL, levy.pk)  # the final roll: a link of the tamper-evident chain (billing.chain)
     params = LegalParameterSet.in_force(levy.finalized_on)  # the late-roll rule of the finalization date
     finalized_on = levy.finalized_on if params.late_roll_due_on_finalization else None
     halves = {}

@@ -1,5 +1,6 @@
 """``manage.py verify_books``: the books' invariants (``billing.books``) and their control totals,
-recorded as a ``BooksCheck`` (shown on ``/auditoria/libros/``) unless ``--no-record``."""
+recorded as a ``BooksCheck`` (shown on ``/auditoria/libros/``) unless ``--no-record``; a passing
+recorded run also stores a ``BooksCheckpoint`` that every later run must match."""
 
 from __future__ import annotations
 
@@ -16,7 +17,9 @@ from billing.services import books_checks
 
 class Command(BaseCommand):
     help = ("Checks the books: each final roll adds up to its levy, installments to each line's net, ledgers to their "
-            "charges, surcharges and payments, receipt numbers have no gaps, stored documents are unchanged. Exit 1 with "
+            "charges, surcharges and payments, receipt numbers have no gaps, stored documents are unchanged, the chain of "
+            "issued records holds, each series' last number matches its records and its chain, and the records of the last "
+            "checkpoint keep its totals. Exit 1 with "
             "one line per finding; when clean, prints the control totals (compare them between two databases).")
 
     def add_arguments(self, parser: CommandParser) -> None:
