@@ -377,18 +377,3 @@ def place(kind: str, record_id: int) -> Place | None:
 # Rows issued less than this long before a check are left to the next checkpoint: a transaction
 # still open when the check read the books may commit rows with lower ids afterwards.
 CHECKPOINT_SETTLE = timedelta(minutes=10)
-
-
-def checkpoint_record(check: Any) -> Any:
-    """After a passing ``BooksCheck``: store the marks and totals the next checks must find
-    again (``billing.books.check_checkpoint``). A failing check stores none, so the last
-    checkpoint stays the last state known to be right."""
-    from . import books
-    from .models import BooksCheckpoint
-
-    if not check.passed:
-        return None
-    with connection.cursor() as cursor:
-        marks = books.checkpoint_marks(cursor, until=check.started_at - CHECKPOINT_SETTLE)
-        totals = books.checkpoint_totals(cursor, marks)
-    return BooksCheckpoint.objects.create(books_check=check, marks=marks, totals=[[name, value] for name, value in totals.items()])

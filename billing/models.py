@@ -664,7 +664,7 @@ class CreditApplication(models.Model):
 
 class BooksCheckpoint(models.Model):
     """The control totals of the records that existed when a passing ``BooksCheck`` ran
-    (``billing.chain.checkpoint_record``): ``marks`` says which rows (the highest id of each table
+    (``billing.services.books_checks.checkpoint_record``): ``marks`` says which rows (the highest id of each table
     issued before the check, the length and head hash of each chain); ``totals`` their figures.
     Records are append-only, so every later check must find the same totals for the same marks
     (``billing.books.check_checkpoint``). Append-only."""

@@ -15,8 +15,9 @@ from decimal import Decimal
 import pytest
 from django.db import connection
 
-from billing import books, chain, services
+from billing import books, chain
 from billing.models import Bill, BooksCheck, BooksCheckpoint, DayClose, IssuedDocument, LedgerEntry, Office, Receipt
+from billing.services import books_checks, counter
 from levy.models import ChainLink, Levy
 from tests.billing import conftest as billing_fixtures
 from tests.commands import run_command
@@ -29,7 +30,7 @@ staff = billing_fixtures.staff
 @pytest.fixture
 def books_district(district_1, staff):
     build_books(staff)
-    services.day_close(acting_user=staff["supervisor"], office=Office.objects.get(code="LAJ"), day=date(2026, 7, 2),
+    counter.day_close(acting_user=staff["supervisor"], office=Office.objects.get(code="LAJ"), day=date(2026, 7, 2),
                        counted_cash=Decimal("9180.00"), counted_checks=Decimal("0.00"))
     return district_1
 
@@ -110,7 +111,7 @@ def test_a_day_close_records_the_head_of_every_series(books_district, staff):
     assert link.heads == {series: list(head) for series, head in heads.items()}
     assert link.heads["receipt LAJ 2026-2027"][0] == 5
     # A later receipt does not change what the close recorded.
-    services.payment_record(acting_user=staff["collector"], parcel=Receipt.objects.get(number=1).payment.parcel,
+    counter.payment_record(acting_user=staff["collector"], parcel=Receipt.objects.get(number=1).payment.parcel,
                             amount=Decimal("1.00"), paid_on=date(2026, 7, 3))
     link.refresh_from_db()
     assert link.heads["receipt LAJ 2026-2027"][0] == 5
@@ -201,7 +202,7 @@ def test_a_deleted_receipt_with_its_series_row_and_its_links_is_found_by_the_che
     """The thorough forger also lowers the series' last number and drops the chain's last link:
     the last checkpoint still holds the chain's length and head, and the receipts' totals."""
     monkeypatch.setattr(chain, "CHECKPOINT_SETTLE", timedelta(0))
-    check = services.books_check_run(acting_user=None, trigger=BooksCheck.Trigger.COMMAND)
+    check = books_checks.books_check_run(acting_user=None, trigger=BooksCheck.Trigger.COMMAND)
     assert check.passed and BooksCheckpoint.objects.get().books_check == check
     receipt = Receipt.objects.get(number=5)
     link = chain.link_of("receipt", receipt.pk)
@@ -215,7 +216,7 @@ def test_a_deleted_receipt_with_its_series_row_and_its_links_is_found_by_the_che
     assert any(line.startswith(f"checkpoint: checkpoint {check.checkpoint.pk} of ") and ": receipts up to #" in line
                and ": was 5 (" in line and ", now 4 (" in line for line in lines), lines
     # a failing run leaves no checkpoint: the last good one stays the reference
-    failed = services.books_check_run(acting_user=None, trigger=BooksCheck.Trigger.COMMAND)
+    failed = books_checks.books_check_run(acting_user=None, trigger=BooksCheck.Trigger.COMMAND)
     assert not failed.passed and BooksCheckpoint.objects.count() == 1
 
 
@@ -223,7 +224,7 @@ def test_a_deleted_receipt_with_its_series_row_and_its_links_is_found_by_the_che
 @pytest.mark.django_db
 def test_an_edited_ledger_amount_is_found(books_district, monkeypatch):
     monkeypatch.setattr(chain, "CHECKPOINT_SETTLE", timedelta(0))
-    check = services.books_check_run(acting_user=None, trigger=BooksCheck.Trigger.COMMAND)
+    check = books_checks.books_check_run(acting_user=None, trigger=BooksCheck.Trigger.COMMAND)
     entry = LedgerEntry.objects.get(kind="payment", payment__parcel__parcel_id="P1")
     behind_the_triggers("UPDATE billing_ledgerentry SET credit = 9179.00 WHERE id = %s", [entry.pk])
     code, lines = verify_books()

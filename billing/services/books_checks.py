@@ -8,7 +8,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from .. import books, chain
-from ..models import BooksCheck
+from ..models import BooksCheck, BooksCheckpoint
 
 
 def books_check_run(*, acting_user: Any, trigger: str, expected_totals: dict[str, str] | None = None,
@@ -40,5 +40,17 @@ def _books_check_record(*, acting_user: Any, trigger: str, expected_totals: dict
     )
     check.full_clean()
     check.save()
-    chain.checkpoint_record(check)  # a passing check's control totals, which later checks must find again
+    checkpoint_record(check)  # a passing check's control totals, which later checks must find again
     return check
+
+
+def checkpoint_record(check: Any) -> Any:
+    """After a passing ``BooksCheck``: store the marks and totals the next checks must find
+    again (``billing.books.check_checkpoint``). A failing check stores none, so the last
+    checkpoint stays the last state known to be right."""
+    if not check.passed:
+        return None
+    with connection.cursor() as cursor:
+        marks = books.checkpoint_marks(cursor, until=check.started_at - chain.CHECKPOINT_SETTLE)
+        totals = books.checkpoint_totals(cursor, marks)
+    return BooksCheckpoint.objects.create(books_check=check, marks=marks, totals=[[name, value] for name, value in totals.items()])
