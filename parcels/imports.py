@@ -321,6 +321,8 @@ def parse_parcel_csv(data: bytes) -> ParsedFile:
             care_of = cell["owner_care_of"] if "owner_care_of" in cell else None
             if care_of is not None and len(care_of) > 100:
                 row_errors.append(ImportError_(line, "owner_care_of", _("más de 100 caracteres")))
+            elif care_of and address is not None and address.is_empty:
+                row_errors.append(ImportError_(line, "owner_care_of", _("un a/c necesita la dirección del dueño en la misma fila")))
             language = None
             if cell.get("owner_language"):
                 language = LANGUAGES.get(_folded(cell["owner_language"]))
