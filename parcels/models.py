@@ -40,6 +40,7 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
+from django.utils.translation import pgettext_lazy
 
 from .addresses import PR_ZIP_MESSAGE, PR_ZIP_PATTERN, STATES, ZIP_FORMAT_MESSAGE, ZIP_PATTERN, Address, usps_block, zip_problem
 from .database import APPEND_ONLY, NO_TRUNCATE
@@ -66,8 +67,8 @@ class Owner(models.Model):
         PUBLIC = "public", _("Público (ELA o instrumentalidad)")
 
     class Language(models.TextChoices):
-        SPANISH = "es", _("Español")
-        ENGLISH = "en", _("Inglés")
+        SPANISH = "es", pgettext_lazy("idioma de un dueño", "Español")
+        ENGLISH = "en", pgettext_lazy("idioma de un dueño", "Inglés")
 
     STATE_CHOICES = [(code, code) for code in STATES]
 
