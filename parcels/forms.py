@@ -133,6 +133,15 @@ class OwnerForm(forms.ModelForm):
             "address_zip": forms.TextInput(attrs={"autocomplete": "postal-code", "inputmode": "numeric", "size": "10"}),
         }
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # Select boxes that always send a value from the page; a scripted post without them gets the defaults.
+        self.fields["preferred_language"].required = False
+        self.fields["address_state"].required = False
+
+    def clean_preferred_language(self) -> str:
+        return self.cleaned_data.get("preferred_language") or Owner.Language.SPANISH
+
     def clean_address_zip(self) -> str:
         # "006671234" typed without the hyphen is read as 00667-1234; spaces around are dropped.
         value = "".join(self.cleaned_data.get("address_zip", "").split())
@@ -141,7 +150,7 @@ class OwnerForm(forms.ModelForm):
         return value
 
     def clean_address_state(self) -> str:
-        return self.cleaned_data.get("address_state", "").upper()
+        return (self.cleaned_data.get("address_state") or "PR").upper()
 
 
 class TransferForm(forms.Form):

@@ -5,9 +5,18 @@ from __future__ import annotations
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
+from django.utils import translation
 
 from parcels.models import ImportUpload, Owner
 from parcels.services import owner_update, parcels_import
+
+
+@pytest.fixture(autouse=True)
+def spanish():
+    """The messages are compared in Spanish, whatever language an earlier test left active."""
+    with translation.override("es-pr"):
+        yield
+
 
 HEADER = "parcel_id,owner_id,owner_name,owner_email,owner_kind,gravity_acres,pumped_acres,inclusion,water_since,credit_percent"
 

@@ -6,6 +6,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.core.management import CommandError, call_command
+from django.utils import translation
 
 from parcels.models import StaffProfile
 from parcels.officers import OfficerSignatureMissing, officer_signature
@@ -14,6 +15,13 @@ from tests.conftest import PASSWORD
 from tests.otp import app_device
 
 User = get_user_model()
+
+
+@pytest.fixture(autouse=True)
+def spanish():
+    """The messages are compared in Spanish, whatever language an earlier test left active."""
+    with translation.override("es-pr"):
+        yield
 
 
 @pytest.mark.django_db

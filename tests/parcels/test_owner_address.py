@@ -7,11 +7,19 @@ import pytest
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.urls import reverse
+from django.utils import translation
 
-from parcels.addresses import Address, parse_address, usps_block, usps_text, zip_problem
 from parcels import selectors
+from parcels.addresses import Address, parse_address, usps_block, usps_text, zip_problem
 from parcels.models import Owner
 from parcels.services import owner_create, owner_update
+
+
+@pytest.fixture(autouse=True)
+def spanish():
+    """The messages are compared in Spanish, whatever language an earlier test left active."""
+    with translation.override("es-pr"):
+        yield
 
 
 @pytest.mark.parametrize(("zip_code", "state", "ok"), [
