@@ -187,7 +187,7 @@ def _zip_typed(value: str) -> str:
     return f"{value[:5]}-{value[5:]}" if len(value) == 9 and value.isdigit() else value
 
 
-ADDRESS_LIMITS = (("line1", "owner_address_line1", 100), ("line2", "owner_address_line2", 100), ("town", "owner_town", 60))
+ADDRESS_LIMITS = (("line1", 100), ("line2", 100), ("town", 60))  # the Owner fields' max_length
 
 
 def _owner_address(cell: dict[str, str], line: int, errors: list[ImportError_]) -> Address | None:
@@ -225,7 +225,7 @@ def _owner_address(cell: dict[str, str], line: int, errors: list[ImportError_]) 
     state_column = "owner_address" if "owner_address" in cell else "owner_state"
     zip_column = "owner_address" if "owner_address" in cell else "owner_zip"
     problems = len(errors)
-    for part, column, limit in ADDRESS_LIMITS:
+    for part, limit in ADDRESS_LIMITS:
         if len(getattr(address, part)) > limit:
             errors.append(ImportError_(line, column_of[part], _("%(part)s: más de %(n)s caracteres") % {"part": getattr(address, part)[:20] + "…", "n": limit}))
     if address.state not in STATES:
