@@ -36,6 +36,7 @@ import pghistory
 import pgtrigger
 from django.conf import settings
 from django.contrib.postgres.indexes import GinIndex, OpClass
+from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
@@ -140,8 +141,6 @@ class Owner(models.Model):
 
     def clean(self) -> None:
         """Each missing part of a started address named on its own field, in Spanish."""
-        from django.core.exceptions import ValidationError
-
         errors: dict[str, str] = {}
         problem = zip_problem(self.address_zip, self.address_state)
         if problem:
