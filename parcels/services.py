@@ -481,9 +481,13 @@ def staff_profile_set(*, acting_user: Any, user: Any, full_name: str | None = No
         user.first_name, _space, user.last_name = " ".join(full_name.split()).partition(" ")
         user.full_clean()
         user.save(update_fields=["first_name", "last_name"])
+    profile = StaffProfile.objects.filter(user=user).first()
     with acting(acting_user):
-        profile, _created = StaffProfile.objects.get_or_create(user=user)
-        if title is not None:
+        if profile is None:  # one insert in the history, with the title
+            profile = StaffProfile(user=user, title=" ".join((title or "").split()))
+            profile.full_clean()
+            profile.save()
+        elif title is not None:
             profile.title = " ".join(title.split())
             profile.full_clean()
             profile.save(update_fields=["title"])

@@ -306,6 +306,7 @@ def _event_models() -> dict[str, str]:
         "parcels.OwnerEvent": _("Dueño"),
         "parcels.OwnershipTransferEvent": _("Traspaso"),
         "parcels.SecondFactorResetEvent": _("Verificación en dos pasos"),
+        "parcels.StaffProfileEvent": _("Cargo de funcionario"),
     }
 
 

@@ -97,3 +97,12 @@ def test_the_admin_user_page_saves_the_name_and_title(client, users):
     assert officer_signature(User.objects.get(pk=target.pk)) == ("Héctor Montalvo Seda", "Director de Recaudaciones")
     profile = StaffProfile.objects.get(user=target)
     assert profile.events.get(pgh_label="insert").pgh_context["user"] == admin.pk  # the history middleware
+
+
+@pytest.mark.django_db
+def test_the_audit_page_lists_a_title_change_with_who_made_it(client, users):
+    staff_profile_set(acting_user=users["authority"], user=users["collector"], title="Colector de Rentas Internas")
+    client.force_login(users["authority"])
+    page = client.get("/auditoria/", {"event": "changes", "what": "parcels.StaffProfileEvent"}).content.decode()
+    assert f"Alta · cargo de funcionario «Colector de Rentas Internas» (#{users['collector'].pk})" in page
+    assert "u_authority" in page
