@@ -1,6 +1,10 @@
 """The admin's user list gets one action: reset a user's second factor (recorded in the audit
 trail, like ``manage.py reset_second_factor``). django-otp's own device pages are left out so
-that removing a device has only that one, recorded, path."""
+that removing a device has only that one, recorded, path.
+
+A user's page also edits the officer's title (``StaffProfile``), beside the first and last name
+Django's user page already has: together they are what certificates and notices are signed with
+(``parcels.officers.officer_signature``). The history middleware names the administrator."""
 
 from django.contrib import admin, messages
 from django.contrib.auth import get_user_model
@@ -10,6 +14,7 @@ from django.utils.translation import gettext_lazy
 from django_otp.plugins.otp_static.models import StaticDevice
 from django_otp.plugins.otp_totp.models import TOTPDevice
 
+from .models import StaffProfile
 from .second_factor import second_factor_reset
 
 for model in (TOTPDevice, StaticDevice):
@@ -20,9 +25,29 @@ User = get_user_model()
 admin.site.unregister(User)
 
 
+class StaffProfileInline(admin.StackedInline):
+    model = StaffProfile
+    can_delete = False
+    extra = 1
+    max_num = 1
+    verbose_name = gettext_lazy("cargo con que firma")
+    verbose_name_plural = gettext_lazy("cargo con que firma (personal)")
+    fields = ["title"]
+
+
 @admin.register(User)
 class PortalUserAdmin(UserAdmin):
     actions = ["reset_second_factor"]
+    inlines = [StaffProfileInline]
+    list_display = ["username", "first_name", "last_name", "staff_title", "email", "is_active"]
+
+    @admin.display(description=gettext_lazy("cargo"))
+    def staff_title(self, user) -> str:
+        profile = getattr(user, "staff_profile", None)
+        return profile.title if profile is not None else ""
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).select_related("staff_profile")
 
     @admin.action(description=gettext_lazy("Restablecer la verificación en dos pasos (la activarán otra vez al entrar)"),
                   permissions=["change"])

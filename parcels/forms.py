@@ -116,10 +116,41 @@ class ParcelForm(forms.Form):
 
 
 class OwnerForm(forms.ModelForm):
+    """An owner's name, kind, language and mailing address in parts. The old free-text address
+    (if the owner has one) is shown beside the form to copy from; it is no longer edited."""
+
     class Meta:
         model = Owner
-        fields = ["name", "kind", "email", "mailing_address"]
-        widgets = {"mailing_address": forms.Textarea(attrs={"rows": 3})}
+        fields = [
+            "name", "kind", "email", "preferred_language", "care_of", "address_line1", "address_line2",
+            "address_town", "address_state", "address_zip",
+        ]
+        widgets = {
+            "care_of": forms.TextInput(attrs={"autocomplete": "off"}),
+            "address_line1": forms.TextInput(attrs={"autocomplete": "address-line1"}),
+            "address_line2": forms.TextInput(attrs={"autocomplete": "address-line2"}),
+            "address_town": forms.TextInput(attrs={"autocomplete": "address-level2"}),
+            "address_zip": forms.TextInput(attrs={"autocomplete": "postal-code", "inputmode": "numeric", "size": "10"}),
+        }
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # Select boxes that always send a value from the page; a scripted post without them gets the defaults.
+        self.fields["preferred_language"].required = False
+        self.fields["address_state"].required = False
+
+    def clean_preferred_language(self) -> str:
+        return self.cleaned_data.get("preferred_language") or Owner.Language.SPANISH
+
+    def clean_address_zip(self) -> str:
+        # "006671234" typed without the hyphen is read as 00667-1234; spaces around are dropped.
+        value = "".join(self.cleaned_data.get("address_zip", "").split())
+        if len(value) == 9 and value.isdigit():
+            value = f"{value[:5]}-{value[5:]}"
+        return value
+
+    def clean_address_state(self) -> str:
+        return (self.cleaned_data.get("address_state") or "PR").upper()
 
 
 class TransferForm(forms.Form):

@@ -21,6 +21,8 @@ from decimal import Decimal, InvalidOperation
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
+from .addresses import STATE_MESSAGE, STATES, Address, parse_address, zip_problem
+
 REQUIRED_COLUMNS = (
     "parcel_id",
     "owner_name",
@@ -32,7 +34,10 @@ REQUIRED_COLUMNS = (
     "water_since",
     "credit_percent",
 )
-OPTIONAL_COLUMNS = ("owner_id", "owner_address")
+# The owner's address comes either in one cell (``owner_address``: "line 1, line 2, town, PR 00667")
+# or in its parts (``ADDRESS_PART_COLUMNS``), not both; c/o and language go with either.
+ADDRESS_PART_COLUMNS = ("owner_address_line1", "owner_address_line2", "owner_town", "owner_state", "owner_zip")
+OPTIONAL_COLUMNS = ("owner_id", "owner_address", *ADDRESS_PART_COLUMNS, "owner_care_of", "owner_language")
 # Every spelling a cell may use, after ``_folded`` (case, accents and spaces ignored) → the stored value.
 INCLUSIONS = {
     "permanent": "permanent", "permanente": "permanent",
@@ -40,6 +45,7 @@ INCLUSIONS = {
     "excluded": "excluded", "excluido": "excluded",
 }
 OWNER_KINDS = {"private": "private", "privado": "private", "public": "public", "publico": "public"}
+LANGUAGES = {"es": "es", "espanol": "es", "spanish": "es", "en": "en", "ingles": "en", "english": "en"}
 MAX_ACRES = Decimal("99999999.9999")
 # Other separators a spreadsheet may write between columns: Excel in Spanish writes ";".
 OTHER_DELIMITERS = {";": gettext_lazy("punto y coma (;)"), "\t": gettext_lazy("tabulador")}
@@ -68,7 +74,9 @@ class ParcelRow:
     owner_name: str
     owner_email: str
     owner_kind: str
-    owner_address: str | None  # None: the column is absent, keep what the owner has
+    owner_address: Address | None  # None: no address column, keep what the owner has; empty Address: none
+    owner_care_of: str | None  # None: no c/o column, keep the owner's
+    owner_language: str | None  # None: no column or an empty cell, keep the owner's (a new owner: "es")
     gravity_acres: Decimal
     pumped_acres: Decimal
     inclusion: str
@@ -149,13 +157,16 @@ def _other_delimiter(text: str, header: list[str]) -> str:
 
 
 TEMPLATE_ROWS = (
-    ("EJEMPLO-0001", "", "Carmen Irizarry", "carmen@example.pr", "privado", "HC 1 Box 123, Lajas PR 00667",
-     "10.5", "0", "permanente", "2015-07-01", "0"),
-    ("EJEMPLO-0002", "", "Municipio de Lajas", "", "público", "", "0", "25.25", "prueba", "", "12.5"),
+    ("EJEMPLO-0001", "", "Carmen Irizarry", "carmen@example.pr", "privado", "HC 1 Box 123, Bo. Palmarejo, Lajas, PR 00667-1234",
+     "", "español", "10.5", "0", "permanente", "2015-07-01", "0"),
+    ("EJEMPLO-0002", "", "Municipio de Lajas", "", "público", "Apartado 910, Lajas, PR 00667",
+     "Oficina de Finanzas", "español", "0", "25.25", "prueba", "", "12.5"),
+    ("EJEMPLO-0003", "", "John Rivera", "", "privado", "125 Main St, Apt 4, Orlando, FL 32801", "", "inglés",
+     "5", "0", "permanente", "2001-01-01", "0"),
 )
 TEMPLATE_COLUMNS = (
-    "parcel_id", "owner_id", "owner_name", "owner_email", "owner_kind", "owner_address",
-    "gravity_acres", "pumped_acres", "inclusion", "water_since", "credit_percent",
+    "parcel_id", "owner_id", "owner_name", "owner_email", "owner_kind", "owner_address", "owner_care_of",
+    "owner_language", "gravity_acres", "pumped_acres", "inclusion", "water_since", "credit_percent",
 )
 
 
@@ -167,6 +178,61 @@ def template_csv() -> bytes:
     writer.writerow(TEMPLATE_COLUMNS)
     writer.writerows(TEMPLATE_ROWS)
     return out.getvalue().encode("utf-8-sig")
+
+
+def _zip_typed(value: str) -> str:
+    """``"006671234"`` → ``"00667-1234"``; a spreadsheet that dropped the leading zeros (``667``) is
+    not guessed at: the ZIP check refuses it."""
+    value = "".join(value.split())
+    return f"{value[:5]}-{value[5:]}" if len(value) == 9 and value.isdigit() else value
+
+
+ADDRESS_LIMITS = (("line1", 100), ("line2", 100), ("town", 60))  # the Owner fields' max_length
+
+
+def _owner_address(cell: dict[str, str], line: int, errors: list[ImportError_]) -> Address | None:
+    """The row's address from ``owner_address`` or from its part columns; an empty ``Address``
+    when the cells are empty (the owner has no address), None (with an error) when it cannot be."""
+    if "owner_address" in cell:
+        text = cell["owner_address"]
+        if not text:
+            return Address()
+        address = parse_address(text)
+        if address is None:
+            errors.append(ImportError_(line, "owner_address", _(
+                "no se entiende la dirección «%(v)s»: escríbala «línea 1, línea 2, pueblo, PR 00667» (la línea 2 es "
+                "opcional; el código postal al final) o use las columnas owner_address_line1, owner_town y owner_zip"
+            ) % {"v": text}))
+            return None
+        column_of = {"line1": "owner_address", "line2": "owner_address", "town": "owner_address"}
+    else:
+        address = Address(
+            line1=cell.get("owner_address_line1", ""), line2=cell.get("owner_address_line2", ""),
+            town=cell.get("owner_town", ""), state=(cell.get("owner_state", "") or "PR").upper(),
+            zip_code=_zip_typed(cell.get("owner_zip", "")),
+        )
+        if address.is_empty:
+            return Address()
+        column_of = {"line1": "owner_address_line1", "line2": "owner_address_line2", "town": "owner_town"}
+        missing = [(column, message) for value, column, message in (
+            (address.line1, "owner_address_line1", _("falta la línea 1 de la dirección")),
+            (address.town, "owner_town", _("falta el pueblo")),
+            (address.zip_code, "owner_zip", _("falta el código postal (ZIP)")),
+        ) if not value]
+        if missing:
+            errors.extend(ImportError_(line, column, message) for column, message in missing)
+            return None
+    state_column = "owner_address" if "owner_address" in cell else "owner_state"
+    zip_column = "owner_address" if "owner_address" in cell else "owner_zip"
+    problems = len(errors)
+    for part, limit in ADDRESS_LIMITS:
+        if len(getattr(address, part)) > limit:
+            errors.append(ImportError_(line, column_of[part], _("%(part)s: más de %(n)s caracteres") % {"part": getattr(address, part)[:20] + "…", "n": limit}))
+    if address.state not in STATES:
+        errors.append(ImportError_(line, state_column, STATE_MESSAGE % {"v": address.state}))
+    elif zip_problem(address.zip_code, address.state):
+        errors.append(ImportError_(line, zip_column, f"«{address.zip_code}»: {zip_problem(address.zip_code, address.state)}"))
+    return address if len(errors) == problems else None
 
 
 def parse_parcel_csv(data: bytes) -> ParsedFile:
@@ -198,11 +264,18 @@ def parse_parcel_csv(data: bytes) -> ParsedFile:
             errors.append(ImportError_(1, column, _("columna desconocida")))
     if len(set(header)) != len(header):
         errors.append(ImportError_(1, "", _("hay columnas repetidas")))
+    part_columns = [column for column in ADDRESS_PART_COLUMNS if column in header]
+    if "owner_address" in header and part_columns:
+        errors.append(ImportError_(1, part_columns[0], _(
+            "la dirección va en owner_address («línea 1, línea 2, pueblo, PR 00667») o en sus columnas "
+            "(owner_address_line1, owner_town, owner_zip…), no en ambas"
+        )))
     if errors:
         return ParsedFile((), tuple(errors))
 
     index = {name: position for position, name in enumerate(header)}
     has_address = "owner_address" in index
+    has_parts = bool(part_columns)
     rows: list[ParcelRow] = []
     first_line: dict[str, int] = {}
     line = 1
@@ -244,6 +317,18 @@ def parse_parcel_csv(data: bytes) -> ParsedFile:
             if len(owner_id) > 40:
                 row_errors.append(ImportError_(line, "owner_id", _("más de 40 caracteres")))
 
+            address = _owner_address(cell, line, row_errors) if has_address or has_parts else None
+            care_of = cell["owner_care_of"] if "owner_care_of" in cell else None
+            if care_of is not None and len(care_of) > 100:
+                row_errors.append(ImportError_(line, "owner_care_of", _("más de 100 caracteres")))
+            elif care_of and address is not None and address.is_empty:
+                row_errors.append(ImportError_(line, "owner_care_of", _("un a/c necesita la dirección del dueño en la misma fila")))
+            language = None
+            if cell.get("owner_language"):
+                language = LANGUAGES.get(_folded(cell["owner_language"]))
+                if language is None:
+                    row_errors.append(ImportError_(line, "owner_language", _("idioma desconocido «%(v)s» (español o inglés)") % {"v": cell["owner_language"]}))
+
             gravity = _acres(cell["gravity_acres"], "gravity_acres", line, row_errors)
             pumped = _acres(cell["pumped_acres"], "pumped_acres", line, row_errors)
             if gravity is not None and pumped is not None and gravity == 0 and pumped == 0:
@@ -280,7 +365,9 @@ def parse_parcel_csv(data: bytes) -> ParsedFile:
                     owner_name=cell["owner_name"],
                     owner_email=email,
                     owner_kind=kind,
-                    owner_address=cell["owner_address"] if has_address else None,
+                    owner_address=address,
+                    owner_care_of=care_of,
+                    owner_language=language,
                     gravity_acres=gravity,  # type: ignore[arg-type]
                     pumped_acres=pumped,  # type: ignore[arg-type]
                     inclusion=inclusion,

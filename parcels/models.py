@@ -13,6 +13,11 @@ Design:
 - History: every insert, update and delete of these tables is copied by PostgreSQL triggers
   (django-pghistory) into event tables, with the acting user from the request or service
   context, so bulk updates cannot bypass it.
+- ``Owner`` keeps the language its documents are issued in and a mailing address in parts (lines,
+  town, state, ZIP or ZIP+4, c/o; ``parcels.addresses``), whole or absent, checked by the database;
+  ``Owner.address_block`` is the USPS block a window envelope shows.
+- ``StaffProfile`` holds an officer's title (*cargo*); with the User's first and last name it is
+  what certificates and notices are signed with (``parcels.officers``).
 - ``SecondFactorReset`` records an administrator removing a user's second-factor devices
   (django-otp TOTP and recovery codes) so they enrol again; its history row is what the audit
   page shows, with who did it and when. The devices themselves are django-otp's tables.
@@ -31,11 +36,14 @@ import pghistory
 import pgtrigger
 from django.conf import settings
 from django.contrib.postgres.indexes import GinIndex, OpClass
+from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
+from django.utils.translation import pgettext_lazy
 
+from .addresses import PR_ZIP_MESSAGE, PR_ZIP_PATTERN, STATES, ZIP_FORMAT_MESSAGE, ZIP_PATTERN, Address, usps_block, zip_problem
 from .database import APPEND_ONLY, NO_TRUNCATE
 from .search import CodeKey, Fold
 
@@ -52,14 +60,48 @@ def cuerdas_to_acres(cuerdas: Decimal) -> Decimal:
 
 
 class Owner(models.Model):
+    """A person or body that owns parcels, with the language its documents are issued in and the
+    mailing address they are sent to (parts kept apart so the block prints as USPS reads it)."""
+
     class Kind(models.TextChoices):
         PRIVATE = "private", _("Privado")
         PUBLIC = "public", _("Público (ELA o instrumentalidad)")
 
+    class Language(models.TextChoices):
+        SPANISH = "es", pgettext_lazy("idioma de un dueño", "Español")
+        ENGLISH = "en", pgettext_lazy("idioma de un dueño", "Inglés")
+
+    STATE_CHOICES = [(code, code) for code in STATES]
+
     owner_key = models.CharField(_("clave del dueño"), max_length=40, unique=True)
     name = models.CharField(_("nombre"), max_length=200)
     email = models.EmailField(_("correo electrónico"), blank=True)
-    mailing_address = models.TextField(_("dirección postal"), blank=True)
+    preferred_language = models.CharField(
+        _("idioma de los documentos"), max_length=2, choices=Language.choices, default=Language.SPANISH,
+        db_default=Language.SPANISH,
+    )
+    care_of = models.CharField(
+        _("a/c (al cuidado de)"), max_length=100, blank=True, default="", db_default="",
+        help_text=_("Opcional: la persona o entidad que recibe el correo por el dueño."),
+    )
+    address_line1 = models.CharField(
+        _("dirección, línea 1"), max_length=100, blank=True, default="", db_default="",
+        help_text=_("Calle y número, urbanización, carretera y km, HC o apartado (por ejemplo HC 1 Box 123)."),
+    )
+    address_line2 = models.CharField(
+        _("dirección, línea 2"), max_length=100, blank=True, default="", db_default="", help_text=_("Opcional: barrio, edificio, apartamento."),
+    )
+    address_town = models.CharField(_("pueblo (municipio)"), max_length=60, blank=True, default="", db_default="")
+    address_state = models.CharField(
+        _("estado"), max_length=2, choices=STATE_CHOICES, default="PR", db_default="PR",
+        help_text=_("PR; otra abreviatura postal para un dueño que vive fuera."),
+    )
+    address_zip = models.CharField(
+        _("código postal (ZIP)"), max_length=10, blank=True, default="", db_default="", help_text=_("00667 o 00667-1234."),
+    )
+    # The free text the registry held before the address had parts (migration
+    # 0009_owner_language_and_address): kept as it was, shown beside the parts; no longer edited.
+    mailing_address = models.TextField(_("dirección postal anterior (texto libre)"), blank=True)
     kind = models.CharField(_("tipo"), max_length=10, choices=Kind.choices, default=Kind.PRIVATE)
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -72,9 +114,66 @@ class Owner(models.Model):
             # Accent- and case-insensitive name search (parcels.search; migration 0003_search).
             GinIndex(OpClass(Fold("name"), name="gin_trgm_ops"), name="owner_name_search"),
         ]
+        constraints = [
+            models.CheckConstraint(condition=Q(preferred_language__in=["es", "en"]), name="owner_language_valid"),
+            models.CheckConstraint(condition=Q(address_state__in=list(STATES)), name="owner_state_valid"),
+            models.CheckConstraint(
+                condition=Q(address_zip="") | Q(address_zip__regex=ZIP_PATTERN), name="owner_zip_format",
+                violation_error_message=ZIP_FORMAT_MESSAGE,
+            ),
+            models.CheckConstraint(
+                condition=~Q(address_state="PR") | Q(address_zip="") | Q(address_zip__regex=PR_ZIP_PATTERN),
+                name="owner_pr_zip", violation_error_message=PR_ZIP_MESSAGE,
+            ),
+            # An address is whole or absent: line 1, town and ZIP together (what a bill's window needs).
+            models.CheckConstraint(
+                condition=(Q(address_line1="") & Q(address_line2="") & Q(address_town="") & Q(address_zip="")
+                           & Q(care_of=""))
+                | (~Q(address_line1="") & ~Q(address_town="") & ~Q(address_zip="")),
+                name="owner_address_whole", violation_error_message=_(
+                    "Una dirección postal necesita la línea 1, el pueblo y el código postal (ZIP)."
+                ),
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"{self.name} ({self.owner_key})"
+
+    def clean(self) -> None:
+        """Each missing part of a started address named on its own field, in Spanish."""
+        errors: dict[str, str] = {}
+        problem = zip_problem(self.address_zip, self.address_state)
+        if problem:
+            errors["address_zip"] = problem
+        if not self.address.is_empty or self.care_of:
+            required = {
+                "address_line1": _("Escriba la línea 1 de la dirección (calle y número, HC o apartado)."),
+                "address_town": _("Escriba el pueblo."),
+                "address_zip": _("Escriba el código postal (ZIP), por ejemplo 00667."),
+            }
+            for name, message in required.items():
+                if not getattr(self, name).strip() and name not in errors:
+                    errors[name] = message
+        if errors:
+            raise ValidationError(errors)
+
+    @property
+    def address(self) -> Address:
+        return Address(line1=self.address_line1, line2=self.address_line2, town=self.address_town,
+                       state=self.address_state, zip_code=self.address_zip)
+
+    @property
+    def has_mailing_address(self) -> bool:
+        return bool(self.address_line1 and self.address_town and self.address_zip)
+
+    @property
+    def address_block(self) -> tuple[str, ...]:
+        """The address as USPS reads it, without the name: ``("C/O …", "HC 1 BOX 123", "LAJAS PR 00667")``."""
+        return usps_block(self.address, care_of=self.care_of)
+
+    def mailing_block(self) -> tuple[str, ...]:
+        """The whole block for an envelope window: the owner's name in capitals, then ``address_block``."""
+        return usps_block(self.address, care_of=self.care_of, name=self.name)
 
 
 class Parcel(models.Model):
@@ -171,6 +270,26 @@ class OwnerAccount(models.Model):
 
     user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="owner_account")
     owner = models.ForeignKey(Owner, on_delete=models.PROTECT, related_name="accounts")
+
+
+class StaffProfile(models.Model):
+    """What an officer signs with besides the User's first and last name: the title (*cargo*)
+    printed under the name on certificates and notices (``parcels.officers.officer_signature``)."""
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="staff_profile", verbose_name=_("usuario"),
+    )
+    title = models.CharField(
+        _("cargo"), max_length=120, blank=True,
+        help_text=_("Como se imprime bajo la firma, por ejemplo «Colector de Rentas Internas»."),
+    )
+
+    class Meta:
+        verbose_name = _("perfil de funcionario")
+        verbose_name_plural = _("perfiles de funcionario")
+
+    def __str__(self) -> str:
+        return f"{self.user} — {self.title}"
 
 
 class SecondFactorReset(models.Model):
@@ -303,6 +422,10 @@ pghistory.track(
 pghistory.track(
     pghistory.InsertEvent(), model_name="OwnershipTransferEvent", meta={"triggers": [NO_TRUNCATE]}, **HISTORY
 )(OwnershipTransfer)
+pghistory.track(
+    pghistory.InsertEvent(), pghistory.UpdateEvent(), pghistory.DeleteEvent(), model_name="StaffProfileEvent",
+    meta={"triggers": [NO_TRUNCATE]}, **HISTORY,
+)(StaffProfile)
 pghistory.track(
     pghistory.InsertEvent(), model_name="SecondFactorResetEvent", meta={"triggers": [NO_TRUNCATE]}, **HISTORY
 )(SecondFactorReset)

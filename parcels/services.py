@@ -23,8 +23,8 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from .imports import ImportError_, ParcelRow, parse_parcel_csv
-from .models import Owner, OwnerAccount, OwnershipTransfer, Parcel, cuerdas_to_acres
-from .roles import LANDOWNER, ROLES
+from .models import Owner, OwnerAccount, OwnershipTransfer, Parcel, StaffProfile, cuerdas_to_acres
+from .roles import LANDOWNER, ROLES, STAFF_ROLES
 
 PARCEL_FIELDS = ("gravity_acres", "pumped_acres", "inclusion", "water_since", "credit_percent")
 
@@ -45,14 +45,26 @@ def owner_key_allocate(count: int) -> list[str]:
         return [f"DL-{value:06d}" for (value,) in cursor.fetchall()]
 
 
+# What a form or a command may set on an owner besides its name (``owner_create``, ``owner_update``).
+OWNER_DETAILS = (
+    "kind", "email", "preferred_language", "care_of", "address_line1", "address_line2", "address_town",
+    "address_state", "address_zip",
+)
+
+
 @transaction.atomic
 def owner_create(
     *, acting_user: Any, name: str, kind: str = Owner.Kind.PRIVATE, email: str = "",
+    preferred_language: str = Owner.Language.SPANISH, care_of: str = "", address_line1: str = "",
+    address_line2: str = "", address_town: str = "", address_state: str = "PR", address_zip: str = "",
     mailing_address: str = "", owner_key: str = "",
 ) -> Owner:
+    """A new owner; the address is whole (line 1, town, ZIP) or absent, checked by ``Owner.clean``."""
     owner = Owner(
         owner_key=owner_key or owner_key_allocate(1)[0], name=name, kind=kind, email=email,
-        mailing_address=mailing_address,
+        preferred_language=preferred_language, care_of=care_of, address_line1=address_line1,
+        address_line2=address_line2, address_town=address_town, address_state=address_state,
+        address_zip=address_zip, mailing_address=mailing_address,
     )
     owner.full_clean()
     with acting(acting_user):
@@ -62,6 +74,10 @@ def owner_create(
 
 @transaction.atomic
 def owner_update(*, acting_user: Any, owner: Owner, **changes: Any) -> Owner:
+    """Change ``name`` or any of ``OWNER_DETAILS``; the history names ``acting_user``."""
+    unknown = set(changes) - {"name", "mailing_address", *OWNER_DETAILS}
+    if unknown:
+        raise TypeError(f"owner_update() cannot change {sorted(unknown)}")
     for name, value in changes.items():
         setattr(owner, name, value)
     owner.full_clean()
@@ -141,7 +157,13 @@ def parcel_transfer(
 
 # --- Bulk import ---------------------------------------------------------------------------
 
-OWNER_COLUMNS = ("name", "email", "kind", "mailing_address")
+# What the import compares and writes of an owner (``mailing_address``, the old free text, is
+# left as it is: the file fills the parts).
+OWNER_COLUMNS = (
+    "name", "email", "kind", "preferred_language", "care_of", "address_line1", "address_line2", "address_town",
+    "address_state", "address_zip",
+)
+NEW_OWNER = ("", "", "", "es", "", "", "", "", "PR", "")  # what an owner has before the file
 PARCEL_COLUMNS = ("gravity_acres", "pumped_acres", "inclusion", "water_since", "credit_percent")
 
 
@@ -207,9 +229,42 @@ def _differences(columns: tuple[str, ...], before: tuple, after: tuple) -> list[
     return [[name, old, new] for name, old, new in zip(columns, before, after, strict=True) if old != new]
 
 
-def _owner_values(row: ParcelRow, current_address: str) -> tuple:
-    address = row.owner_address if row.owner_address is not None else current_address
-    return (row.owner_name, row.owner_email, row.owner_kind, address)
+def _owner_values(row: ParcelRow, current: tuple) -> tuple:
+    """The owner's ``OWNER_COLUMNS`` after the row: what the file says, and the current values of
+    what it leaves out (no address columns, no c/o column, an empty language cell)."""
+    _name, _email, _kind, language, care_of, *address = current
+    if row.owner_address is not None:
+        a = row.owner_address
+        address = [a.line1, a.line2, a.town, a.state if not a.is_empty else "PR", a.zip_code]
+    return (
+        row.owner_name, row.owner_email, row.owner_kind, row.owner_language or language,
+        row.owner_care_of if row.owner_care_of is not None else care_of, *address,
+    )
+
+
+def _address_whole(values: tuple) -> bool:
+    """``Owner``'s ``owner_address_whole`` constraint over ``OWNER_COLUMNS`` values."""
+    care_of, line1, line2, town, _state, zip_code = values[4:]
+    return bool(line1 and town and zip_code) or not (care_of or line1 or line2 or town or zip_code)
+
+
+def _address_not_whole(row: ParcelRow) -> ImportError_:
+    column = "owner_care_of" if row.owner_care_of else "owner_address"
+    return ImportError_(row.line, column, _(
+        "el dueño quedaría con una dirección incompleta (a/c sin dirección, o sin línea 1, pueblo o código postal)"
+    ))
+
+
+def _address_shown(values: tuple) -> str:
+    """The owner's address in the preview: the USPS block on one line (" / " between lines)."""
+    from .addresses import Address, usps_block
+
+    care_of, line1, line2, town, state, zip_code = values[4:]
+    return " / ".join(usps_block(Address(line1=line1, line2=line2, town=town, state=state, zip_code=zip_code), care_of=care_of))
+
+
+def owner_pk_of(ref: str) -> int | None:
+    return int(ref[3:]) if ref.startswith("pk:") else None
 
 
 def import_plan(rows: tuple[ParcelRow, ...]) -> ImportPlan:
@@ -224,7 +279,8 @@ def import_plan(rows: tuple[ParcelRow, ...]) -> ImportPlan:
         if row.owner_id:
             first = first_by_key.setdefault(row.owner_id, row)
             if (first.owner_name, first.owner_email, first.owner_kind) != (row.owner_name, row.owner_email, row.owner_kind) or (
-                row.owner_address is not None and row.owner_address != first.owner_address
+                row.owner_address != first.owner_address or row.owner_care_of != first.owner_care_of
+                or (row.owner_language or "") != (first.owner_language or "")
             ):
                 plan.errors.append(ImportError_(row.line, "owner_id", _("el dueño «%(k)s» tiene otros datos en la línea %(l)s") % {"k": row.owner_id, "l": first.line}))
     if plan.errors:
@@ -262,7 +318,10 @@ def import_plan(rows: tuple[ParcelRow, ...]) -> ImportPlan:
         if owner_ref.startswith("pk:"):
             owner_pk = int(owner_ref[3:])
             before = owners_by_pk[owner_pk]
-            after = _owner_values(row, before[3])
+            after = _owner_values(row, before)
+            if not _address_whole(after):
+                plan.errors.append(_address_not_whole(row))
+                continue
             if after != before and owner_pk not in plan.changed_owners:
                 plan.changed_owners[owner_pk] = after
                 plan.owners_updated += 1
@@ -272,7 +331,11 @@ def import_plan(rows: tuple[ParcelRow, ...]) -> ImportPlan:
                         "fields": _differences(OWNER_COLUMNS, before, after),
                     })
         elif owner_ref not in plan.new_owners:
-            plan.new_owners[owner_ref] = _owner_values(row, "")
+            values = _owner_values(row, NEW_OWNER)
+            if not _address_whole(values):
+                plan.errors.append(_address_not_whole(row))
+                continue
+            plan.new_owners[owner_ref] = values
             plan.owners_created += 1
 
         new_values = (row.gravity_acres, row.pumped_acres, row.inclusion, row.water_since, row.credit_percent)
@@ -280,8 +343,11 @@ def import_plan(rows: tuple[ParcelRow, ...]) -> ImportPlan:
             plan.created += 1
             plan.new_parcels.append((row, owner_ref))
             if len(plan.created_rows) < PREVIEW_LIMIT:
+                owner_values = plan.new_owners.get(owner_ref) or plan.changed_owners.get(owner_pk_of(owner_ref)) or (
+                    owners_by_pk.get(owner_pk_of(owner_ref) or 0, NEW_OWNER))
                 plan.created_rows.append({
                     "parcel_id": row.parcel_id, "owner": _owner_label(row.owner_name, row.owner_id), "owner_kind": row.owner_kind,
+                    "owner_address": _address_shown(owner_values), "owner_language": owner_values[3],
                     **dict(zip(PARCEL_COLUMNS, _parcel_shown(new_values), strict=True)),
                 })
             continue
@@ -331,8 +397,8 @@ def _apply(plan: ImportPlan) -> None:
     generated = iter(owner_key_allocate(sum(1 for ref in plan.new_owners if ref.startswith("row:"))))
     new_keys = {ref: (ref[4:] if ref.startswith("key:") else next(generated)) for ref in plan.new_owners}
     copy_insert(
-        Owner, ("owner_key", *OWNER_COLUMNS, "created_at"),
-        ((new_keys[ref], *values, now) for ref, values in plan.new_owners.items()),
+        Owner, ("owner_key", *OWNER_COLUMNS, "mailing_address", "created_at"),
+        ((new_keys[ref], *values, "", now) for ref, values in plan.new_owners.items()),
     )
     created_pks = dict(Owner.objects.filter(owner_key__in=list(new_keys.values())).values_list("owner_key", "pk"))
     owner_pk = {ref: created_pks[key] for ref, key in new_keys.items()}
@@ -369,8 +435,11 @@ def _apply(plan: ImportPlan) -> None:
 @transaction.atomic
 def user_create(
     *, username: str, role: str, email: str = "", password: str | None = None, owner: Owner | None = None,
+    full_name: str = "", title: str = "",
 ) -> AbstractBaseUser:
-    """A user in exactly one role; a landowner account is linked to its owner record."""
+    """A user in exactly one role; a landowner account is linked to its owner record. A staff
+    user may get the full name and title (*cargo*) documents are signed with (``full_name`` is
+    split at its first space into the User's first and last name)."""
     if role not in ROLES:
         raise ValidationError(_("Rol desconocido «%(role)s». Roles: %(roles)s") % {"role": role, "roles": ", ".join(ROLES)})
     if role == LANDOWNER and owner is None:
@@ -380,7 +449,10 @@ def user_create(
     User = get_user_model()
     if User.objects.filter(username=username).exists():
         raise ValidationError(_("Ya existe el usuario «%(u)s».") % {"u": username})
-    user = User(username=username, email=email)
+    if title and role not in STAFF_ROLES:
+        raise ValidationError(_("Solo el personal tiene cargo; una cuenta de terrateniente no firma documentos."))
+    first_name, _space, last_name = " ".join(full_name.split()).partition(" ")
+    user = User(username=username, email=email, first_name=first_name, last_name=last_name)
     if password:
         from django.contrib.auth.password_validation import validate_password
 
@@ -393,7 +465,33 @@ def user_create(
     user.groups.add(Group.objects.get(name=role))
     if owner is not None:
         OwnerAccount.objects.create(user=user, owner=owner)
+    if title:
+        profile = StaffProfile(user=user, title=" ".join(title.split()))
+        profile.full_clean()
+        with acting(None, source="create_user"):
+            profile.save()
     return user
+
+
+@transaction.atomic
+def staff_profile_set(*, acting_user: Any, user: Any, full_name: str | None = None, title: str | None = None) -> StaffProfile:
+    """Set what ``user`` signs with: the full name (first space splits first and last name) and/or
+    the title; None leaves a part as it is. The profile's history names ``acting_user``."""
+    if full_name is not None:
+        user.first_name, _space, user.last_name = " ".join(full_name.split()).partition(" ")
+        user.full_clean()
+        user.save(update_fields=["first_name", "last_name"])
+    profile = StaffProfile.objects.filter(user=user).first()
+    with acting(acting_user):
+        if profile is None:  # one insert in the history, with the title
+            profile = StaffProfile(user=user, title=" ".join((title or "").split()))
+            profile.full_clean()
+            profile.save()
+        elif title is not None:
+            profile.title = " ".join(title.split())
+            profile.full_clean()
+            profile.save(update_fields=["title"])
+    return profile
 
 
 # --- Uploads from the page -----------------------------------------------------------------

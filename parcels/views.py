@@ -175,9 +175,14 @@ IMPORT_FIELD_LABELS = {
     "name": Owner._meta.get_field("name").verbose_name,
     "email": Owner._meta.get_field("email").verbose_name,
     "kind": Owner._meta.get_field("kind").verbose_name,
-    "mailing_address": Owner._meta.get_field("mailing_address").verbose_name,
+    **{name: Owner._meta.get_field(name).verbose_name for name in (
+        "preferred_language", "care_of", "address_line1", "address_line2", "address_town", "address_state", "address_zip",
+    )},
 }
-IMPORT_VALUE_LABELS = {"inclusion": dict(Parcel.Inclusion.choices), "kind": dict(Owner.Kind.choices)}
+IMPORT_VALUE_LABELS = {
+    "inclusion": dict(Parcel.Inclusion.choices), "kind": dict(Owner.Kind.choices),
+    "preferred_language": dict(Owner.Language.choices),
+}
 
 
 def _import_changes(entries: list[dict]) -> list[dict]:
@@ -198,7 +203,8 @@ def import_detail(request: HttpRequest, pk: int) -> HttpResponse:
     summary = upload.summary or {}
     created_rows = [
         {**row, "inclusion": IMPORT_VALUE_LABELS["inclusion"].get(row["inclusion"], row["inclusion"]),
-         "owner_kind": IMPORT_VALUE_LABELS["kind"].get(row["owner_kind"], row["owner_kind"])}
+         "owner_kind": IMPORT_VALUE_LABELS["kind"].get(row["owner_kind"], row["owner_kind"]),
+         "owner_language": IMPORT_VALUE_LABELS["preferred_language"].get(row.get("owner_language", ""), "")}
         for row in summary.get("created_rows", [])
     ]
     return render(request, "parcels/import_detail.html", {
@@ -257,6 +263,7 @@ def _event_models() -> dict[str, str]:
         "parcels.OwnerEvent": _("Dueño"),
         "parcels.OwnershipTransferEvent": _("Traspaso"),
         "parcels.SecondFactorResetEvent": _("Verificación en dos pasos"),
+        "parcels.StaffProfileEvent": _("Cargo de funcionario"),
     }
 
 

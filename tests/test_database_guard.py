@@ -27,7 +27,7 @@ from billing.services import books_checks, counter
 from parcels.database import RoleError, app_role_grant
 from parcels.models import AccessEvent, Parcel
 from parcels.second_factor import second_factor_reset
-from parcels.services import access_event_record, owner_create, parcel_transfer
+from parcels.services import access_event_record, owner_create, parcel_transfer, staff_profile_set
 from tests.billing import conftest as billing_fixtures
 from tests.billing.test_ledger_models import fill_ledger_tables
 from tests.commands import run_command
@@ -53,7 +53,7 @@ GUARDED = {
     "billing_giveback", "billing_creditapplication",
     # parcels: the registry's change history, the access log, second-factor resets
     "parcels_ownerevent", "parcels_parcelevent", "parcels_ownershiptransferevent", "parcels_accessevent",
-    "parcels_secondfactorreset", "parcels_secondfactorresetevent",
+    "parcels_secondfactorreset", "parcels_secondfactorresetevent", "parcels_staffprofileevent",
 }
 
 
@@ -89,6 +89,9 @@ def full_books(district_1, staff):
     buyer = owner_create(acting_user=staff["authority"], name="Ana Ortiz Matos", owner_key="OWN-T")
     parcel_transfer(acting_user=staff["authority"], parcel=Parcel.objects.get(parcel_id="P2"), to_owner=buyer,
                     effective_on=date(2026, 7, 15))
+    # an officer's title (what certificates are signed with) and its history
+    staff_profile_set(acting_user=staff["authority"], user=staff["hacienda"], full_name="Ana Rivera Soto",
+                      title="Colector de Rentas Internas")
     # the nightly check's record, the access log and a second-factor reset
     books_checks.books_check_run(acting_user=staff["hacienda"], trigger=BooksCheck.Trigger.COMMAND)
     access_event_record(acting_user=staff["collector"], kind=AccessEvent.Kind.LOGIN)

@@ -81,8 +81,10 @@ def history_what(event: Any) -> str:
     if event.pgh_obj_model == "parcels.SecondFactorReset":
         label = _("Verificación en dos pasos restablecida")
         return f"{label} · {data.get('username')}"
+    action = HISTORY_ACTIONS.get(event.pgh_label, event.pgh_label)
+    if event.pgh_obj_model == "parcels.StaffProfile":  # the title an officer signs with (user id, title)
+        return f"{action} · {_('cargo de funcionario')} «{data.get('title', '')}» (#{data.get('user_id', event.pgh_obj_id)})"
     name = data.get("parcel_id") if event.pgh_obj_model == "parcels.Parcel" else data.get("owner_key")
     if event.pgh_obj_model == "parcels.OwnershipTransfer" or not name:
         name = f"#{event.pgh_obj_id}"
-    action = HISTORY_ACTIONS.get(event.pgh_label, event.pgh_label)
     return f"{action} · {HISTORY_MODELS.get(event.pgh_obj_model, event.pgh_obj_model)} {name}"

@@ -31,7 +31,7 @@ def wrong(code: str) -> str:
 def pages(p1: Parcel, owner: Owner, receipt_pk: int) -> dict[str, list[str]]:
     return {
         "authority": ["/", "/predios/", f"/predios/{p1.pk}/", "/predios/nuevo/", f"/predios/{p1.pk}/editar/",
-                      f"/predios/{p1.pk}/traspaso/", "/duenos/", f"/duenos/{owner.pk}/", "/duenos/nuevo/", "/importar/",
+                      f"/predios/{p1.pk}/traspaso/", "/duenos/", f"/duenos/{owner.pk}/", f"/duenos/{owner.pk}/editar/", "/duenos/nuevo/", "/importar/",
                       "/auditoria/", "/contribucion/", "/contribucion/2026-2027/estimados/", "/contribucion/parametros/",
                       "/contribucion/2026-2027/simulacion/", "/cobros/agua/", "/cobros/resumen/", "/portal/invitar/",
                       "/cuenta/seguridad/"],

@@ -55,11 +55,12 @@ def test_import_upserts_by_parcel_id_and_counts_unchanged():
 
 @pytest.mark.django_db
 def test_rows_with_the_same_owner_id_share_one_owner():
-    data = HEADER + ",owner_id,owner_address\nX-1,Finca Candelaria Inc.,,private,5,0,permanent,2001-01-01,0,F-9,\"HC 1 Box 1, Lajas\"\nX-2,Finca Candelaria Inc.,,private,0,7,permanent,2001-01-01,0,F-9,\"HC 1 Box 1, Lajas\"\n"
+    data = HEADER + ",owner_id,owner_address\nX-1,Finca Candelaria Inc.,,private,5,0,permanent,2001-01-01,0,F-9,\"HC 1 Box 1, Lajas, PR 00667\"\nX-2,Finca Candelaria Inc.,,private,0,7,permanent,2001-01-01,0,F-9,\"HC 1 Box 1, Lajas, PR 00667\"\n"
     result = run(data)
     assert result.ok, result.errors
     owner = Owner.objects.get(owner_key="F-9")
-    assert owner.parcels.count() == 2 and owner.mailing_address == "HC 1 Box 1, Lajas"
+    assert owner.parcels.count() == 2
+    assert (owner.address_line1, owner.address_town, owner.address_state, owner.address_zip) == ("HC 1 Box 1", "Lajas", "PR", "00667")
 
 
 @pytest.mark.django_db

@@ -124,7 +124,8 @@ def test_the_plan_lists_created_rows_and_each_changed_field_old_and_new():
         {"owner_key": p3_owner.owner_key, "name": "Ana Pagán", "fields": [["name", "Ana Pagán", "Ana Pagán Ruiz"]]},
     ]
     assert summary["created_rows"] == [{
-        "parcel_id": "P-4", "owner": "Municipio de Lajas", "owner_kind": "public", "gravity_acres": "3.0000",
+        "parcel_id": "P-4", "owner": "Municipio de Lajas", "owner_kind": "public", "owner_address": "",
+        "owner_language": "es", "gravity_acres": "3.0000",
         "pumped_acres": "0.0000", "inclusion": "trial", "water_since": "", "credit_percent": "0.00",
     }]
 
@@ -191,14 +192,17 @@ def test_the_template_downloads_and_imports_as_it_is(client, users, django_captu
     with django_capture_on_commit_callbacks(execute=True):
         client.post(reverse("parcels:import-confirm", args=[upload.pk]))
     upload.refresh_from_db()
-    assert upload.status == "applied" and upload.summary["created"] == 2
-    first, second = Parcel.objects.select_related("owner").order_by("parcel_id")
-    assert (first.parcel_id, first.owner.name, first.owner.kind, first.owner.mailing_address) == (
-        "EJEMPLO-0001", "Carmen Irizarry", "private", "HC 1 Box 123, Lajas PR 00667")
+    assert upload.status == "applied" and upload.summary["created"] == 3
+    first, second, third = Parcel.objects.select_related("owner").order_by("parcel_id")
+    assert (first.parcel_id, first.owner.name, first.owner.kind, first.owner.preferred_language) == (
+        "EJEMPLO-0001", "Carmen Irizarry", "private", "es")
+    assert first.owner.address_block == ("HC 1 BOX 123", "BO PALMAREJO", "LAJAS PR 00667-1234")
+    assert second.owner.address_block == ("C/O OFICINA DE FINANZAS", "APARTADO 910", "LAJAS PR 00667")
+    assert (third.owner.preferred_language, third.owner.address_block) == ("en", ("125 MAIN ST", "APT 4", "ORLANDO FL 32801"))
     assert (first.gravity_acres, first.inclusion, first.water_since) == (Decimal("10.5000"), "permanent", date(2015, 7, 1))
     assert (second.owner.kind, second.pumped_acres, second.inclusion, second.credit_percent) == (
         "public", Decimal("25.2500"), "trial", Decimal("12.50"))
-    assert Owner.objects.exclude(owner_key="OWN-A").count() == 2  # OWN-A is the landowner fixture's
+    assert Owner.objects.exclude(owner_key="OWN-A").count() == 3  # OWN-A is the landowner fixture's
 
 
 @pytest.mark.django_db

@@ -10,9 +10,10 @@ class Command(BaseCommand):
     help = (
         "Imports parcels from a UTF-8 CSV (upsert by parcel_id, all or nothing). "
         "Columns: parcel_id, owner_name, owner_email, owner_kind, gravity_acres, pumped_acres, "
-        "inclusion, water_since, credit_percent [, owner_id, owner_address]. Values in Spanish or English "
-        "(permanente/permanent, prueba/trial, excluido/excluded; privado/private, público/public); "
-        "decimals with a point."
+        "inclusion, water_since, credit_percent [, owner_id, owner_address (\"line 1, line 2, town, PR 00667\") or "
+        "owner_address_line1, owner_address_line2, owner_town, owner_state, owner_zip; owner_care_of, owner_language]. "
+        "Values in Spanish or English (permanente/permanent, prueba/trial, excluido/excluded; privado/private, "
+        "público/public; español/es, inglés/en); decimals with a point."
     )
 
     def add_arguments(self, parser):
