@@ -660,6 +660,7 @@ class CreditApplication(models.Model):
             ),
         ]
         indexes = [models.Index(fields=["parcel", "entry_date"])]
+        triggers = APPEND_ONLY
 
 
 class BooksCheckpoint(models.Model):
