@@ -294,3 +294,15 @@ def jobs_in_database(seed_rows):
     empty()
     yield
     empty()
+
+
+@pytest.fixture(autouse=True)
+def language_reset():
+    """Every test starts in the site's language (Spanish): a request or a document rendered in
+    English earlier in the same thread must not leave English active for the next test."""
+    from django.conf import settings
+    from django.utils import translation
+
+    translation.activate(settings.LANGUAGE_CODE)
+    yield
+    translation.activate(settings.LANGUAGE_CODE)
