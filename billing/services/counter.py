@@ -34,7 +34,7 @@ from ..models import (
 )
 from ..selectors import day_report
 from ..snapshots import ReceiptApplication, ReceiptSnapshot
-from ..wording import surcharge_explanation
+from ..wording import surcharge_explanation, surcharge_runs
 from .numbering import fiscal_year_for
 
 ZERO = Decimal("0.00")
@@ -156,7 +156,7 @@ def _receipt_issue(*, payment: Payment, office: Office, account: Account, applic
             credit=roll_line.credit if roll_line else None, net=roll_line.net if roll_line else None,
             principal=state.principal, due_date=state.due, last_day_to_pay=state.last_day, surcharge=application.surcharge,
             surcharge_basis=surcharge_explanation(state, rate), principal_paid=application.principal,
-            balance_after=state.balance,
+            balance_after=state.balance, surcharge_runs=tuple(tuple(run) for run in surcharge_runs(state, rate)),
         ))
     snapshot = ReceiptSnapshot(
         parcel_id=parcel.parcel_id, owner_name=parcel.owner.name, owner_key=parcel.owner.owner_key,
