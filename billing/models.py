@@ -99,7 +99,7 @@ class Charge(models.Model):
         triggers = APPEND_ONLY
 
     def __str__(self) -> str:
-        return self.label
+        return self.description  # the stored Spanish name; pages show ``label`` (no query for the fiscal year here)
 
     @property
     def label(self) -> str:

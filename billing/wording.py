@@ -87,7 +87,7 @@ def long_date(day: date | None, lang_key: str) -> str:
 INSTALLMENT, CORRECTION, WATER, REFUND = "installment", "correction", "water", "refund"
 # The Spanish descriptions the services store (billing.services.water, .corrections): the facts
 # a label needs that no structured field carries (acre-feet; the reason typed by staff).
-_WATER_FEET = re.compile(r"^(?:Agua|Water) \d{2}/\d{4}: (?P<feet>[\d.,]+) ")
+_WATER = re.compile(r"^(?:Agua|Water) (?P<month>\d{2})/(?P<year>\d{4}): (?P<feet>[\d.,]+) ")
 _CORRECTION_REASON = re.compile(r"^(?:Corrección|Correction) [^:]*: (?P<reason>.*)$", re.DOTALL)
 
 
@@ -112,13 +112,14 @@ def charge_label(*, kind: str, fiscal_year: str, number: int | None = None, desc
         if reason:
             return _("Corrección %(fy)s: %(r)s") % {"fy": fiscal_year, "r": reason}
         return _("Corrección suplementaria %(fy)s") % {"fy": fiscal_year}
-    if kind == WATER and due_date:
-        due = date.fromisoformat(due_date) if isinstance(due_date, str) else due_date
-        month, year = (due.month - 1, due.year) if due.month > 1 else (12, due.year - 1)  # billed the month before its due date
-        found = _WATER_FEET.match(description or "")
+    if kind == WATER:
+        found = _WATER.match(description or "")
         if found:
-            return _("Agua %(m)02d/%(y)s: %(f)s acres-pie (sec. 374a)") % {"m": month, "y": year, "f": found["feet"]}
-        return _("Agua %(m)02d/%(y)s (sec. 374a)") % {"m": month, "y": year}
+            return _("Agua %(m)02d/%(y)s: %(f)s acres-pie (sec. 374a)") % {"m": int(found["month"]), "y": found["year"], "f": found["feet"]}
+        if due_date:  # billed the month before its due date (billing.services.water)
+            due = date.fromisoformat(due_date) if isinstance(due_date, str) else due_date
+            month, year = (due.month - 1, due.year) if due.month > 1 else (12, due.year - 1)
+            return _("Agua %(m)02d/%(y)s (sec. 374a)") % {"m": month, "y": year}
     if kind == REFUND:
         return _("Reembolso de crédito")
     return description

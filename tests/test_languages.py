@@ -19,8 +19,8 @@ from django.contrib.auth import get_user_model
 from django.utils import translation
 
 from billing import documents, pdf, wording
-from billing.models import Charge
-from billing.services import bills, collection, counter
+from billing.models import BooksCheck, Charge, IssuedDocument
+from billing.services import bills, books_checks, collection, counter
 from billing.services.corrections import roll_correction_create
 from levy.models import RollLine
 from parcels.models import Owner, Parcel
@@ -115,6 +115,10 @@ def test_every_page_and_document_in_each_language_holds_none_of_the_other(client
     # "by <its January half's last day>", the line that once read "by 2 de March de 2027"
     counter.payment_record(acting_user=users["lang_collector"], parcel=Parcel.objects.get(parcel_id="P2"), amount=Decimal("22950.00"),
                            paid_on=date(2026, 7, 10))
+    # /auditoria/libros/: a passed nightly check below a failed one (as the axe sweep has them)
+    books_checks.books_check_run(acting_user=None, trigger=BooksCheck.Trigger.NIGHTLY)
+    books_checks.books_check_run(acting_user=users["lang_collector"], trigger=BooksCheck.Trigger.COMMAND,
+                                 expected_totals={"payments": "0 (0)"}, compared_with="lajas-20261201T063000Z.totals.json")
     logins = {"authority": "u_authority", "hacienda": "u_hac_a", "collector": "lang_collector", "landowner": "lang_landowner"}
     found: list[str] = []
     read: dict[str, str] = {}
@@ -148,6 +152,18 @@ def test_every_page_and_document_in_each_language_holds_none_of_the_other(client
             text = pdf_text(data)
             read[f"{key} {kind}"] = text
             found += [f"{key} {kind}: …{hit}…" for hit in wrong_language(text, key)]
+    # the public verification pages of the stored documents (their QR codes open them)
+    for language in ("es-pr", "en"):
+        key = "en" if language == "en" else "es"
+        client.logout()
+        client.cookies["django_language"] = language
+        for document in IssuedDocument.objects.order_by("pk"):
+            url = f"/verificar/{document.verification_code}/"
+            response = client.get(url)
+            assert response.status_code == 200, (url, response.status_code)
+            text = visible_text(response.content.decode())
+            read[f"{key} verify {document.kind}"] = text
+            found += [f"{key} verify {document.kind}: …{hit}…" for hit in wrong_language(text, key)]
     assert not found, "\n".join(found)
     # the names of the charges were read, in each language (the sweep read real content)
     statement = f"/colecturia/predio/{p1.pk}/estado/"
@@ -157,9 +173,35 @@ def test_every_page_and_document_in_each_language_holds_none_of_the_other(client
     # (a PDF's table cell wraps: "2026-2027" and "installment 1 (July)" are read apart)
     assert "installment 1 (July)" in read["en certificate"] and "Correction 2026-2027:" in read["en certificate"]
     assert "installment 1 (July)" in read["en seizure notice"] and "½% × 2 months on $6,930.90" in read["en seizure notice"]
+    # new snapshots freeze the surcharge's basis as structured runs (¶12: 9,080.00 × ½% × 2 months = 90.80)
+    assert certificate.snapshot["installments"][0]["surcharge_runs"] == [[2, "0.0050", "9080.00"]]
     # issued while the test's last request left English active: still worded in Spanish from its fields
     assert "2026-2027 plazo 1" in read["es certificate"] and "½% × 2 meses sobre $9,080.00" in read["es certificate"]
     assert "first semester (July)" in read["en receipt"]
+    assert "2026-2027 installment 1 (July)" in read["en verify receipt"]
+    assert "2026-2027 plazo 1 (julio)" in read["es verify receipt"]
     assert "$22,950.00 by 2 March 2027" in read["en landowner /"]
     assert "$22,950.00 a más tardar el 2 de marzo de 2027" in read["es landowner /"]
     assert "de julio de 2026" in read["es bill"] and "July 1, 2026" in read["en bill"]
+
+
+@pytest.mark.django_db
+def test_a_water_sale_billed_in_an_english_session_is_stored_in_spanish_and_read_in_each_language(make_parcel, owner_a, make_user):
+    """The stored description stays the Spanish fallback whatever the session's language; each
+    reader sees the charge named in theirs. 3 acre-feet delivered 14 September 2026 (inside the
+    first 12 months of water since 15 September 2025: the first-year rate), billed for 09/2026."""
+    from billing.services import water
+
+    authority = make_user("aut_lang", "authority")
+    parcel = make_parcel("M1", owner_a, gravity="6", pumped="4", inclusion="trial", water_since=date(2025, 9, 15))
+    water.water_delivery_record(acting_user=authority, parcel=parcel, delivered_on=date(2026, 9, 14), acre_feet=Decimal("3"),
+                                land="pumped")
+    with translation.override("en"):
+        assert water.water_charges_issue(acting_user=authority, year=2026, month=9) == 1
+    charge = Charge.objects.get(parcel=parcel, kind="water")
+    assert charge.description == "Agua 09/2026: 3.000 acres-pie (sec. 374a)"
+    assert charge.due_date == date(2026, 10, 1)
+    with translation.override("en"):
+        assert charge.label == "Water 09/2026: 3.000 acre-feet (sec. 374a)"
+    with translation.override("es-pr"):
+        assert charge.label == "Agua 09/2026: 3.000 acres-pie (sec. 374a)"
