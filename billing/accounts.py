@@ -26,7 +26,7 @@ from parcels.models import Parcel
 from . import rules
 from .errors import BillingError
 from .models import Charge, LedgerEntry, OfficeClosure, Payment
-from .wording import surcharge_explanation
+from .wording import basis_text, line_label, surcharge_explanation, surcharge_runs
 
 ZERO = Decimal("0.00")
 
@@ -184,7 +184,7 @@ def payment_destination(*, parcel: Parcel, amount: Decimal, on: date) -> Payment
         if state.due <= on:
             to_due += application.amount
         else:
-            early.append(EarlyPayment(description=after.charges[application.charge_key].description, due_date=state.due,
+            early.append(EarlyPayment(description=after.charges[application.charge_key].label, due_date=state.due,
                                       amount=application.amount))
     credit = amount - to_due - sum((item.amount for item in early), ZERO)
     return PaymentDestination(amount=amount, total_due=before.state.total_due, to_due=to_due, early=tuple(early),
@@ -213,6 +213,17 @@ class StatementLine:
     balance: Decimal
     as_of: date
     order: int = field(default=0, compare=False)  # the account's order (due date, then charge): the JSON's order
+    surcharge_runs: tuple = ()  # ¶12: the basis as structured runs (wording.surcharge_runs), worded in any language
+
+    @property
+    def label(self) -> str:
+        """The charge's name in the reader's language (``wording.charge_label``)."""
+        return line_label(self)
+
+    @property
+    def basis(self) -> str:
+        """How the surcharge was counted, in the reader's language (``wording.basis_text``)."""
+        return basis_text(self)
 
     @property
     def status(self) -> str:
@@ -237,6 +248,7 @@ class StatementLine:
             "surcharge": str(self.surcharge),
             "surcharge_periods": self.surcharge_periods,
             "surcharge_basis": self.surcharge_basis,
+            "surcharge_runs": [list(run) for run in self.surcharge_runs],
             "paid": str(self.paid),
             "balance": str(self.balance),
         }
@@ -249,6 +261,7 @@ class StatementLine:
             principal=Decimal(item["principal"]), surcharge=Decimal(item["surcharge"]),
             surcharge_periods=item.get("surcharge_periods", 0), surcharge_basis=item.get("surcharge_basis", ""),
             paid=Decimal(item["paid"]), balance=Decimal(item["balance"]), as_of=as_of, order=order,
+            surcharge_runs=tuple(tuple(run) for run in item.get("surcharge_runs", ())),
         )
 
 
@@ -317,7 +330,7 @@ def statement(*, parcel: Parcel, as_of: date) -> Statement:
             description=charge.description, fiscal_year=charge.fiscal_year.label, number=charge.number, kind=charge.kind,
             due_date=state.due, last_day_to_pay=state.last_day, principal=state.principal, surcharge=state.surcharge,
             surcharge_periods=state.periods, surcharge_basis=surcharge_explanation(state, rate), paid=state.paid,
-            balance=state.balance, as_of=as_of, order=index,
+            balance=state.balance, as_of=as_of, order=index, surcharge_runs=tuple(tuple(run) for run in surcharge_runs(state, rate)),
         ))
     return Statement(
         parcel_id=parcel.parcel_id, as_of=as_of, lines=_display_order(lines), total_due=account.state.total_due,

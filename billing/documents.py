@@ -303,7 +303,7 @@ def verification(code: str) -> dict[str, Any] | None:
         receipt = ReceiptSnapshot.from_json(document.receipt.snapshot)
         facts += [(_("Fecha de pago"), day(receipt.paid_on)), (_("Cantidad pagada"), money(str(receipt.amount)))]
         for item in receipt.applications:
-            facts.append((item.description, money(item.paid)))
+            facts.append((item.label, money(item.paid)))
     elif document.kind == IssuedDocument.Kind.BILL and document.bill.snapshot.get("nothing_to_pay"):
         snap = document.bill.snapshot
         facts += [

@@ -29,7 +29,7 @@ from parcels import search
 from parcels.models import Parcel
 from parcels.roles import AUDITOR, AUTHORITY, COLLECTOR, HACIENDA, SUPERVISOR, role_required
 
-from . import accounts, charts
+from . import accounts, charts, wording
 from .errors import BillingError
 from .hacienda_forms import (
     SORTS,
@@ -150,9 +150,9 @@ def _debt_lines(data: dict[str, Any]) -> list[dict[str, Any]]:
         if balance <= 0:
             continue
         lines.append({
-            "description": item["description"], "due_date": date.fromisoformat(item["due_date"]),
+            "description": wording.line_label(item), "due_date": date.fromisoformat(item["due_date"]),
             "last_day_to_pay": date.fromisoformat(item["last_day_to_pay"]), "principal": Decimal(item["principal"]),
-            "surcharge": Decimal(item["surcharge"]), "surcharge_basis": item["surcharge_basis"], "paid": Decimal(item["paid"]),
+            "surcharge": Decimal(item["surcharge"]), "surcharge_basis": wording.basis_text(item), "paid": Decimal(item["paid"]),
             "balance": balance,
         })
     return lines

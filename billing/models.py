@@ -28,6 +28,8 @@ from django.utils.translation import gettext_lazy as _
 from levy.models import money_field
 from parcels.database import APPEND_ONLY, NO_TRUNCATE
 
+from . import wording
+
 
 class Office(models.Model):
     """A Collector's office (*colecturía*)."""
@@ -97,7 +99,13 @@ class Charge(models.Model):
         triggers = APPEND_ONLY
 
     def __str__(self) -> str:
-        return self.description
+        return self.description  # the stored Spanish name; pages show ``label`` (no query for the fiscal year here)
+
+    @property
+    def label(self) -> str:
+        """The charge's name in the active language (``description`` is the stored Spanish one)."""
+        return wording.charge_label(kind=self.kind, fiscal_year=self.fiscal_year.label, number=self.number,
+                                    description=self.description, due_date=self.due_date)
 
     @property
     def key(self) -> str:

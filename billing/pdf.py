@@ -31,7 +31,7 @@ from django.utils import translation
 from django.utils.translation import gettext as _
 
 # Dates spelled out in full, per language: "1 de julio de 2026" / "July 1, 2026".
-from .wording import LONG_DATE  # noqa: E402  (one table of long dates, shared with billing.wording)
+from .wording import LONG_DATE, basis_text, line_label  # noqa: E402  (one table of long dates, shared with billing.wording)
 
 
 class PDFRenderError(Exception):
@@ -263,11 +263,13 @@ def qr_data_uri(url: str) -> str:
 
 
 def _dated_items(data: dict[str, Any]) -> list[dict[str, Any]]:
-    """A statement's charges (``accounts.Statement.to_json()``, as a certificate or seizure step stored it) with their dates as ``date`` for display."""
+    """A statement's charges (``accounts.Statement.to_json()``, as a certificate or seizure step stored it) with their dates as ``date``
+    and their names (``label``) in the active language for display."""
     from datetime import date
 
     return [
-        {**item, "due": date.fromisoformat(item["due_date"]), "last_day": date.fromisoformat(item["last_day_to_pay"])}
+        {**item, "due": date.fromisoformat(item["due_date"]), "last_day": date.fromisoformat(item["last_day_to_pay"]),
+         "label": line_label(item), "surcharge_basis": basis_text(item)}
         for item in data.get("installments", []) + data.get("other_charges", [])
     ]
 
@@ -275,8 +277,8 @@ def _dated_items(data: dict[str, Any]) -> list[dict[str, Any]]:
 def render_seizure_notice(*, step: Any, parcel: Any, lang: str | None = None) -> bytes:
     """¶14: a seizure notice (notice of attachment, certificate, auction notice), listing the
     charges with a balance."""
-    items = [item for item in _dated_items(step.debt) if item["balance"] != "0.00"]
     with document_language(lang) as key:
+        items = [item for item in _dated_items(step.debt) if item["balance"] != "0.00"]
         title = f"{step.get_kind_display()} {step.number}"
         html = html_for("billing/pdf/seizure_notice.html", {"step": step, "parcel": parcel, "debt": step.debt, "items": items},
                         title=title, lang=key)
@@ -298,8 +300,8 @@ def render_certificate(*, certificate: Any, lang: str | None = None) -> bytes:
 
 def render_certificate_pdf(*, certificate: Any, verify_url: str = "", code: str = "", lang: str | None = None) -> bytes:
     data = certificate.snapshot
-    items = _dated_items(data)
     with document_language(lang) as key:
+        items = _dated_items(data)
         title = _("Certificación de deuda %(n)s") % {"n": certificate.number}
         html = html_for("billing/pdf/certificate.html", {
             "certificate": certificate, "data": data, "items": items, "verify_url": verify_url, "verify_code": code,

@@ -13,6 +13,7 @@ from decimal import Decimal
 from typing import Any
 
 from .accounts import Statement
+from .wording import basis_text, line_label
 
 
 def _dec(value: Any) -> Decimal | None:
@@ -53,10 +54,21 @@ class ReceiptApplication:
     surcharge_basis: str
     principal_paid: Decimal
     balance_after: Decimal
+    surcharge_runs: tuple = ()  # ¶12: the basis as structured runs (wording.surcharge_runs); none on older receipts
 
     @property
     def paid(self) -> Decimal:
         return self.surcharge + self.principal_paid
+
+    @property
+    def label(self) -> str:
+        """The charge's name in the reader's language, from the frozen fields (``wording.charge_label``)."""
+        return line_label(self)
+
+    @property
+    def basis(self) -> str:
+        """How the surcharge was counted, in the reader's language (``wording.basis_text``)."""
+        return basis_text(self)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -73,6 +85,7 @@ class ReceiptApplication:
             "last_day_to_pay": _iso(self.last_day_to_pay),
             "surcharge": str(self.surcharge),
             "surcharge_basis": self.surcharge_basis,
+            "surcharge_runs": [list(run) for run in self.surcharge_runs],
             "principal_paid": str(self.principal_paid),
             "balance_after": str(self.balance_after),
         }
@@ -86,6 +99,7 @@ class ReceiptApplication:
             last_day_to_pay=_day(item.get("last_day_to_pay")), surcharge=Decimal(item["surcharge"]),
             surcharge_basis=item.get("surcharge_basis", ""), principal_paid=Decimal(item["principal_paid"]),
             balance_after=Decimal(item["balance_after"]),
+            surcharge_runs=tuple(tuple(run) for run in item.get("surcharge_runs", ())),
         )
 
 

@@ -7,6 +7,7 @@ from django.db.models import QuerySet
 from django.utils.translation import gettext_lazy as _
 
 from parcels import search
+from parcels.filters import OrderingFilter
 
 from . import rules
 from .models import RollLine
@@ -29,7 +30,7 @@ class RollFilter(django_filters.FilterSet):
     levied = django_filters.ChoiceFilter(label=_("Paga"), choices=YES_NO, method="by_levied", empty_label=_("Todos"))
     reason = django_filters.ChoiceFilter(label=_("Razón"), choices=REASONS, empty_label=_("Todas"))
     credit = django_filters.ChoiceFilter(label=_("Con crédito (¶7)"), choices=YES_NO, method="by_credit", empty_label=_("Todos"))
-    o = django_filters.OrderingFilter(
+    o = OrderingFilter(
         label=_("Orden"),
         fields=(("parcel_code", "parcel"), ("owner_name", "owner"), ("equivalent_acres", "equivalent"),
                 ("om_charge", "charge"), ("net", "net")),

@@ -1,8 +1,21 @@
 import django_filters
+from django.utils.text import format_lazy
 from django.utils.translation import gettext_lazy as _
 
 from .models import Parcel
 from .search import parcels_matching
+
+
+class OrderingFilter(django_filters.OrderingFilter):
+    """django-filter's ordering, with its descending labels worded in the reader's language:
+    django-filter formats "%s (descending)" once, when the FilterSet class is built, in the
+    language active at import (Spanish), so English pages read "Número de catastro (descendente)"."""
+
+    def build_choices(self, fields, labels):
+        ascending = [(param, labels.get(field, param)) for field, param in fields.items()]
+        descending = [(f"-{param}", labels.get(f"-{param}", format_lazy("{} ({})", label, _("descendente"))))
+                      for param, label in ascending]
+        return [choice for pair in zip(ascending, descending, strict=True) for choice in pair]
 
 
 class ParcelFilter(django_filters.FilterSet):
@@ -18,7 +31,7 @@ class ParcelFilter(django_filters.FilterSet):
                                              method="by_credit", empty_label=_("Todos"))
     water_after = django_filters.DateFilter(label=_("Agua desde (inicio)"), field_name="water_since", lookup_expr="gte")
     water_before = django_filters.DateFilter(label=_("Agua desde (fin)"), field_name="water_since", lookup_expr="lte")
-    o = django_filters.OrderingFilter(
+    o = OrderingFilter(
         label=_("Orden"),
         fields=(("parcel_id", "parcel_id"), ("owner__name", "owner"), ("gravity_acres", "gravity_acres"),
                 ("pumped_acres", "pumped_acres"), ("water_since", "water_since"), ("credit_percent", "credit_percent")),

@@ -11,6 +11,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_noop  # ledger and charge descriptions: stored in Spanish, whatever the session
 
 from levy.rules import CENT
 from parcels.models import Parcel
@@ -34,7 +35,7 @@ from ..models import (
 )
 from ..selectors import day_report
 from ..snapshots import ReceiptApplication, ReceiptSnapshot
-from ..wording import surcharge_explanation
+from ..wording import surcharge_explanation, surcharge_runs
 from .numbering import fiscal_year_for
 
 ZERO = Decimal("0.00")
@@ -121,10 +122,10 @@ def payment_record(
     mine = [a for a in after.state.applications if a.payment_key == payment_key(payment.pk)]
     surcharge = sum((a.surcharge for a in mine), ZERO)
     LedgerEntry.objects.create(parcel=parcel, entry_date=paid_on, kind=LedgerEntry.Kind.PAYMENT, credit=amount,
-                               payment=payment, description=_("Pago en %(o)s") % {"o": office.code}, created_by=acting_user)
+                               payment=payment, description=gettext_noop("Pago en %(o)s") % {"o": office.code}, created_by=acting_user)
     if surcharge > 0:
         LedgerEntry.objects.create(parcel=parcel, entry_date=paid_on, kind=LedgerEntry.Kind.SURCHARGE, debit=surcharge,
-                                   payment=payment, description=_("Recargo pagado (¶12)"), created_by=acting_user)
+                                   payment=payment, description=gettext_noop("Recargo pagado (¶12)"), created_by=acting_user)
     if after.state.total_due <= 0:
         # ¶14: paying the debt stops the seizure procedure.
         SeizureCase.objects.filter(parcel=parcel, status=SeizureCase.Status.OPEN).update(
@@ -156,7 +157,7 @@ def _receipt_issue(*, payment: Payment, office: Office, account: Account, applic
             credit=roll_line.credit if roll_line else None, net=roll_line.net if roll_line else None,
             principal=state.principal, due_date=state.due, last_day_to_pay=state.last_day, surcharge=application.surcharge,
             surcharge_basis=surcharge_explanation(state, rate), principal_paid=application.principal,
-            balance_after=state.balance,
+            balance_after=state.balance, surcharge_runs=tuple(tuple(run) for run in surcharge_runs(state, rate)),
         ))
     snapshot = ReceiptSnapshot(
         parcel_id=parcel.parcel_id, owner_name=parcel.owner.name, owner_key=parcel.owner.owner_key,
@@ -192,11 +193,11 @@ def payment_void(*, acting_user: Any, payment: Payment, reason: str, voided_on: 
         raise BillingError(_("El día del pago ya está cerrado: la anulación debe llevar una fecha posterior."))
     void = PaymentVoid.objects.create(payment=payment, voided_on=on, reason=reason.strip(), voided_by=acting_user)
     LedgerEntry.objects.create(parcel_id=payment.parcel_id, entry_date=on, kind=LedgerEntry.Kind.VOID, debit=payment.amount,
-                               payment=payment, description=_("Anulación: %(r)s") % {"r": reason.strip()[:150]}, created_by=acting_user)
+                               payment=payment, description=gettext_noop("Anulación: %(r)s") % {"r": reason.strip()[:150]}, created_by=acting_user)
     realized = LedgerEntry.objects.filter(payment=payment, kind=LedgerEntry.Kind.SURCHARGE).first()
     if realized is not None:
         LedgerEntry.objects.create(parcel_id=payment.parcel_id, entry_date=on, kind=LedgerEntry.Kind.SURCHARGE_VOID,
-                                   credit=realized.debit, payment=payment, description=_("Recargo del pago anulado"),
+                                   credit=realized.debit, payment=payment, description=gettext_noop("Recargo del pago anulado"),
                                    created_by=acting_user)
     chain.link(chain.VOID, void.pk)
     return void
@@ -246,7 +247,7 @@ def refund_issue(*, acting_user: Any, parcel: Parcel, amount: Decimal, reason: s
         raise BillingError(_("El crédito de la cuenta es %(c)s; no se puede reembolsar %(a)s.") % {"c": f"${credit:,.2f}", "a": f"${amount:,.2f}"})
     refund = Refund.objects.create(parcel=parcel, amount=amount, refunded_on=on, reason=reason.strip(), refunded_by=acting_user)
     charge = Charge.objects.create(
-        parcel=parcel, kind=Charge.Kind.REFUND, fiscal_year=fiscal_year_for(on), description=_("Reembolso de crédito"),
+        parcel=parcel, kind=Charge.Kind.REFUND, fiscal_year=fiscal_year_for(on), description=gettext_noop("Reembolso de crédito"),
         principal=amount, due_date=on, last_day_to_pay=on, accrues_surcharge=False, created_by=acting_user,
     )
     LedgerEntry.objects.create(parcel=parcel, entry_date=on, kind=LedgerEntry.Kind.REFUND, debit=amount, refund=refund,

@@ -13,6 +13,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import Sum
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_noop
 
 from levy.models import LegalParameterSet
 from levy.rules import levy_start, round_cents
@@ -130,7 +131,8 @@ def water_charges_issue(*, acting_user: Any, year: int, month: int) -> int:
     for row in deliveries.values("parcel_id").annotate(total=Sum("amount"), feet=Sum("acre_feet")):
         charge = Charge.objects.create(
             parcel_id=row["parcel_id"], kind=Charge.Kind.WATER, fiscal_year=fiscal_year_for(first),
-            description=_("Agua %(m)02d/%(y)s: %(f)s acres-pie (sec. 374a)") % {"m": month, "y": year, "f": row["feet"]},
+            # stored in Spanish whatever the session's language; shown through wording.charge_label
+            description=gettext_noop("Agua %(m)02d/%(y)s: %(f)s acres-pie (sec. 374a)") % {"m": month, "y": year, "f": row["feet"]},
             principal=row["total"], due_date=due, last_day_to_pay=due_and_last_day(due=due)[1], accrues_surcharge=False,
             created_by=acting_user,
         )

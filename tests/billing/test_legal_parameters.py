@@ -197,7 +197,7 @@ def test_parameters_page_shows_who_added_a_row_and_why(client, district_1, staff
                                        changes={"surcharge_rate": Decimal("0.01")}, reason="Ley 99-2027")
     client.force_login(staff["hacienda"])
     page = client.get(reverse("levy:parameters")).content.decode()
-    assert "Fuente: Ley 99-2027" in page and "Razón: Ley 99-2027 (hac)" in page and "1.00 %" in page and "0.50 %" in page
+    assert "Fuente: <cite translate=\"no\">Ley 99-2027</cite>" in page and "Razón: Ley 99-2027 (hac)" in page and "1.00 %" in page and "0.50 %" in page
     # The 1953 row is in force today, not the 2028 one (newest first on the page).
     assert page.count("en vigor hoy") == 1 and page.index("en vigor hoy") > page.index("1.00 %")
     (tmp_path / "parameters.html").write_text(page)

@@ -12,7 +12,7 @@ from pathlib import Path
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandParser
 
-from billing import accounts, documents
+from billing import accounts, documents, wording
 from billing.errors import BillingError
 from billing.models import Payment
 from billing.services import bills, collection, counter
@@ -161,7 +161,7 @@ class Command(BaseCommand):
         self.stdout.write(f"estado de cuenta {data['parcel_id']} al {data['as_of']}")
         for item in data["installments"] + data["other_charges"]:
             self.stdout.write(
-                f"  {item['description']:<30} vence {item['due_date']} último día {item['last_day_to_pay']} "
+                f"  {wording.line_label(item):<30} vence {item['due_date']} último día {item['last_day_to_pay']} "
                 f"principal {item['principal']:>12} recargo {item['surcharge']:>10} pagado {item['paid']:>12} saldo {item['balance']:>12}"
                 + (f"  ({item['surcharge_basis']})" if item["surcharge_basis"] else "")
             )
