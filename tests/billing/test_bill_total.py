@@ -15,8 +15,11 @@ import pytest
 
 from billing import documents, pdf, rules
 from billing.models import Bill, BillBatch, Charge, Office
-from billing.services import bills
+from billing.errors import BillingError
+from billing.services import bills, offices
+from django.urls import reverse
 from parcels.models import Owner, Parcel
+from pghistory.models import Events
 
 INCH = 72  # PDF points per inch
 # The window area on the sheet (templates/billing/pdf/bill.html): 7/8"–4 3/8" from the left edge,
@@ -206,3 +209,40 @@ def test_a_bill_frozen_before_the_total_to_pay_still_renders_as_it_did(district_
     text = text_of(pdf.html_to_fitting_pdf(documents.bill_html(number=bill.number, snapshot=old, issued_on=bill.issued_on, code="")))
     assert "Total a pagar" not in text and "Desglose" not in text
     assert "Balance del plazo al 15 de octubre de 2026 $7,000.21" in text and "CARMEN IRIZARRY VÉLEZ" not in text
+
+
+# --- the office's details, edited by staff ----------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_hacienda_edits_the_office_with_validation_and_history(client, staff):
+    office = Office.objects.get(code="LAJ")
+    assert office.on_bills and office.return_block() == ("COLECTURIA DE LAJAS", "CALLE PRINCIPAL", "LAJAS PR 00667")  # seeded
+    url = reverse("collections:office-edit", kwargs={"code": "LAJ"})
+    client.force_login(staff["collector"])
+    assert client.get(url).status_code == 403
+    client.force_login(staff["supervisor"])
+    data = {"name": "Colecturía de Lajas", "address_line1": "Calle Principal 12", "address_line2": "", "town": "Lajas",
+            "zip_code": "01234", "phone": "899", "hours_es": "Lunes a viernes", "hours_en": "", "ways_to_pay_es": "",
+            "ways_to_pay_en": "", "on_bills": "on"}
+    page = client.post(url, data)
+    assert page.status_code == 200
+    errors = page.context["form"].errors
+    assert "006, 007 o 009" in errors["zip_code"][0] and "código de área" in errors["phone"][0]
+    assert client.post(url, {**data, "town": "", "zip_code": "00667", "phone": "(787) 555-0100"}).context["form"].errors == {
+        "town": ["Escriba el pueblo."]}
+    assert Office.objects.get(code="LAJ").phone == ""  # nothing saved
+    response = client.post(url, {**data, "zip_code": "00667-1234", "phone": "(787) 555-0100"})
+    assert response.status_code == 302
+    office.refresh_from_db()
+    assert (office.address_line1, office.zip_code, office.phone) == ("Calle Principal 12", "00667-1234", "(787) 555-0100")
+    page = client.get(url).content.decode()
+    assert "sup" in page and "(787) 555-0100" in page  # the history names who changed what
+    event = Events.objects.tracks(office).order_by("-pgh_created_at").first()
+    assert event.pgh_context["username"] == "sup" and event.pgh_diff["phone"] == ["", "(787) 555-0100"]
+    # The mark moves: another office on the bills takes it from Lajas.
+    other = Office.objects.create(code="CAB", name="Colecturía de Cabo Rojo")
+    offices.office_update(acting_user=staff["hacienda"], office=other, on_bills=True)
+    assert list(Office.objects.filter(on_bills=True).values_list("code", flat=True)) == ["CAB"]
+    with pytest.raises(BillingError):
+        offices.office_update(acting_user=staff["collector"], office=other, phone="(787) 555-0101")
