@@ -39,7 +39,6 @@ from django.utils import timezone
 from django.utils.crypto import salted_hmac
 from django.utils.translation import get_language
 from django.utils.translation import gettext as _
-from django.utils.translation import ngettext
 from pypdf import PdfReader, PdfWriter
 
 from parcels.templatetags.lajas import money
@@ -174,7 +173,7 @@ def bill_html(*, number: str, snapshot: dict[str, Any], issued_on: date, code: s
             **_envelope_context(snapshot, key),
             # ¶12, ¶13: the one amount to pay and its last day (bills issued before it was frozen have none).
             "to_pay": bill.amount_to_pay, "pay_by": bill.pay_by,
-            "owed": [_owed_row(line, rate) for line in bill.owed],
+            "owed": [_owed_row(line, rate) for line in bill.owed], "paid_any": bill.paid > 0,
             "number": number, "b": snapshot, "issued_on": issued_on,
             "due_date": bill.due_date, "last_day_to_pay": bill.last_day_to_pay,
             "delinquent_from": date.fromordinal(bill.last_day_to_pay.toordinal() + 1),
@@ -196,10 +195,7 @@ def _owed_row(line: BillOwedLine, rate: Decimal) -> dict[str, Any]:
         label = _("Plazo %(n)s del año fiscal %(y)s") % {"n": line.number, "y": line.fiscal_year}
     else:
         label = line.description
-    basis = ""
-    if line.periods:
-        basis = ngettext("recargo de %(rate)s × %(n)s mes", "recargo de %(rate)s × %(n)s meses", line.periods) % {
-            "rate": rate_label(rate), "n": line.periods}
+    basis = surcharge_text(line.surcharge_groups, rate) if line.surcharge_groups else ""
     return {"label": label, "line": line, "basis": basis}
 
 

@@ -4,10 +4,10 @@
 from __future__ import annotations
 
 from django.contrib import messages
-from pghistory.models import Events
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.translation import gettext as _
+from pghistory.models import Events
 
 from parcels.roles import role_required
 

@@ -171,9 +171,11 @@ class BillOwedLine:
     periods: int  # ¶12: surcharge periods begun by the bill's date
     balance: Decimal
     billed: bool = False
+    surcharge_groups: tuple[tuple[int, str], ...] = ()  # ¶12: runs of (months, unpaid principal)
 
     def to_json(self) -> dict[str, Any]:
         return {
+            "surcharge_groups": [[months, unpaid] for months, unpaid in self.surcharge_groups],
             "fiscal_year": self.fiscal_year, "number": self.number, "kind": self.kind, "description": self.description,
             "due_date": self.due_date.isoformat(), "last_day_to_pay": self.last_day_to_pay.isoformat(),
             "principal_due": str(self.principal_due), "surcharge_due": str(self.surcharge_due), "periods": self.periods,
@@ -188,6 +190,7 @@ class BillOwedLine:
             last_day_to_pay=date.fromisoformat(item["last_day_to_pay"]), principal_due=Decimal(item["principal_due"]),
             surcharge_due=Decimal(item["surcharge_due"]), periods=int(item.get("periods", 0)), balance=Decimal(item["balance"]),
             billed=bool(item.get("billed")),
+            surcharge_groups=tuple((int(months), str(unpaid)) for months, unpaid in item.get("surcharge_groups", [])),
         )
 
 

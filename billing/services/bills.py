@@ -71,6 +71,7 @@ def _owed_lines(account: Any, to_pay: rules.AmountToPay, billed_key: str) -> tup
             fiscal_year=charge.fiscal_year.label, number=charge.number, kind=charge.kind, description=charge.description,
             due_date=state.due, last_day_to_pay=state.last_day, principal_due=state.principal_due,
             surcharge_due=state.surcharge_due, periods=state.periods, balance=state.balance, billed=key == billed_key,
+            surcharge_groups=tuple((months, unpaid) for months, unpaid in surcharge_groups(state)),
         ))
     return tuple(lines)
 

@@ -12,14 +12,14 @@ from decimal import Decimal
 
 import pdfplumber
 import pytest
+from django.urls import reverse
+from pghistory.models import Events
 
 from billing import documents, pdf, rules
-from billing.models import Bill, BillBatch, Charge, Office
 from billing.errors import BillingError
+from billing.models import Bill, BillBatch, Charge, Office
 from billing.services import bills, offices
-from django.urls import reverse
 from parcels.models import Owner, Parcel
-from pghistory.models import Events
 
 INCH = 72  # PDF points per inch
 # The window area on the sheet (templates/billing/pdf/bill.html): 7/8"–4 3/8" from the left edge,
@@ -135,7 +135,7 @@ def test_a_january_bill_with_july_overdue_asks_for_both(district_1, staff, lajas
     text = text_of(data)
     assert largest_words(data) == ["$14,000.42"]
     assert "Total a pagar $14,000.42 Pague $14,000.42 a más tardar el 31 de diciembre de 2026." in text
-    assert "Plazo 1 del año fiscal 2026-2027 — moroso 01/07/2026 $6,930.90 $138.62 $7,069.52 recargo de ½% × 4 meses" in text
+    assert "Plazo 1 del año fiscal 2026-2027 — moroso 01/07/2026 $6,930.90 $138.62 $7,069.52 ½% × 4 meses sobre $6,930.90" in text
     assert "Plazo 2 del año fiscal 2026-2027 — este aviso 01/01/2027 $6,930.90 $0.00 $6,930.90" in text
     assert "Total a pagar $14,000.42" in text.split("Desglose del total a pagar")[1]
     snap = bill.snapshot
