@@ -48,7 +48,7 @@ from .accounts import delinquency_parameters
 from .errors import BillingError
 from .models import Bill, DebtCertificate, IssuedDocument, Receipt
 from .selectors import receipt_display
-from .snapshots import BillSnapshot, CertificateSnapshot, ReceiptSnapshot
+from .snapshots import BillOffice, BillOwedLine, BillSnapshot, CertificateSnapshot, ReceiptSnapshot
 from .wording import long_date, rate_label, surcharge_text
 
 logger = logging.getLogger(__name__)
@@ -166,10 +166,14 @@ def bill_html(*, number: str, snapshot: dict[str, Any], issued_on: date, code: s
     if snapshot.get("nothing_to_pay"):
         return _zero_notice_html(number=number, snap=snapshot, issued_on=issued_on, url=url, code=code, lang=lang)
     bill = BillSnapshot.from_json(snapshot)
-    with pdf.document_language(lang) as key:
+    with pdf.document_language(lang or bill.language) as key:
         title = _("Aviso de contribución %(n)s") % {"n": number}
         rate = bill.surcharge_rate
         context = {
+            **_envelope_context(snapshot, key),
+            # ¶12, ¶13: the one amount to pay and its last day (bills issued before it was frozen have none).
+            "to_pay": bill.amount_to_pay, "pay_by": bill.pay_by,
+            "owed": [_owed_row(line, rate) for line in bill.owed], "paid_any": bill.paid > 0,
             "number": number, "b": snapshot, "issued_on": issued_on,
             "due_date": bill.due_date, "last_day_to_pay": bill.last_day_to_pay,
             "delinquent_from": date.fromordinal(bill.last_day_to_pay.toordinal() + 1),
@@ -185,11 +189,34 @@ def bill_html(*, number: str, snapshot: dict[str, Any], issued_on: date, code: s
         return pdf.html_for("billing/pdf/bill.html", context, title=title, lang=key)
 
 
+def _owed_row(line: BillOwedLine, rate: Decimal) -> dict[str, Any]:
+    """A row of the bill's breakdown of *total a pagar*, its label in the active language."""
+    if line.kind == "installment":
+        label = _("Plazo %(n)s del año fiscal %(y)s") % {"n": line.number, "y": line.fiscal_year}
+    else:
+        label = line.description
+    basis = surcharge_text(line.surcharge_groups, rate) if line.surcharge_groups else ""
+    return {"label": label, "line": line, "basis": basis}
+
+
+def _envelope_context(snap: dict[str, Any], key: str) -> dict[str, Any]:
+    """The mailing block and the Collector's office frozen in a bill's snapshot (none on bills
+    issued before they were frozen), the office's prose in the bill's language."""
+    office = BillOffice.from_json(snap["office"]) if snap.get("office") else None
+    return {
+        "mailing_block": list(snap.get("mailing_block") or []),
+        "office": office,
+        "office_hours": office.hours(key) if office else "",
+        "office_ways": office.ways_to_pay(key) if office else "",
+    }
+
+
 def _zero_notice_html(*, number: str, snap: dict[str, Any], issued_on: date, url: str, code: str, lang: str | None) -> str:
     """¶9: the bill template in its "nada que pagar" state: the levy and the credit, no installment."""
-    with pdf.document_language(lang) as key:
+    with pdf.document_language(lang or snap.get("language")) as key:
         title = _("Aviso de contribución %(n)s") % {"n": number}
         context = {
+            **_envelope_context(snap, key),
             "number": number, "b": snap, "issued_on": issued_on, "nothing_to_pay": True, "credit": Decimal(snap["credit"]) > 0,
             "first_due": date.fromisoformat(snap["first_due"]) if snap.get("first_due") else None,
             "second_due": date.fromisoformat(snap["second_due"]) if snap.get("second_due") else None,

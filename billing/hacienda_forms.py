@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from datetime import date
 from decimal import Decimal, InvalidOperation
 from typing import Any
@@ -14,12 +15,13 @@ from django import forms
 from django.utils.translation import gettext_lazy as _
 
 from levy.models import FiscalYear
+from parcels.addresses import zip_problem
 from parcels.forms import AmountField, DateInput
 from parcels.models import Parcel
 
 from . import accounts
 from .errors import BillingError
-from .models import SeizureStep, WaterDelivery
+from .models import Office, SeizureStep, WaterDelivery
 
 CSV_MAX_BYTES = 5 * 1024 * 1024
 WATER_COLUMNS = ("parcel_id", "delivered_on", "acre_feet")
@@ -187,3 +189,43 @@ class WaterBillForm(forms.Form):
 class OfficeClosureForm(forms.Form):
     day = forms.DateField(label=_("Día cerrado"), widget=DateInput())
     reason = forms.CharField(label=_("Razón"), max_length=200, help_text=_("Por ejemplo: huracán; oficinas cerradas por orden del Gobernador."))
+
+
+# --- The Collector's offices (¶13): what the bills print ----------------------------------------
+
+
+class OfficeForm(forms.ModelForm):
+    """An office's printed details; an address is whole (line 1, town and ZIP) or absent."""
+
+    class Meta:
+        model = Office
+        fields = ["name", "address_line1", "address_line2", "town", "zip_code", "phone", "hours_es", "hours_en",
+                  "ways_to_pay_es", "ways_to_pay_en", "on_bills"]
+        widgets = {"ways_to_pay_es": forms.Textarea(attrs={"rows": 3}), "ways_to_pay_en": forms.Textarea(attrs={"rows": 3})}
+
+    def validate_unique(self) -> None:
+        """The one-office-on-bills mark moves (``office_update``), so it is not refused here."""
+
+    def clean_zip_code(self) -> str:
+        value = self.cleaned_data["zip_code"].strip()
+        problem = zip_problem(value, "PR")
+        if problem:
+            raise forms.ValidationError(problem)
+        return value
+
+    def clean_phone(self) -> str:
+        value = " ".join(self.cleaned_data["phone"].split())
+        if value and len(re.sub(r"\D", "", value)) not in (10, 11):
+            raise forms.ValidationError(_("Escriba el teléfono con su código de área, por ejemplo (787) 899-0000."))
+        return value
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        parts = {name: (data.get(name) or "").strip() for name in ("address_line1", "address_line2", "town", "zip_code")}
+        if any(parts.values()):
+            required = {"address_line1": _("Escriba la línea 1 de la dirección."), "town": _("Escriba el pueblo."),
+                        "zip_code": _("Escriba el código postal (ZIP), por ejemplo 00667.")}
+            for name, message in required.items():
+                if not parts[name] and name not in self.errors:
+                    self.add_error(name, message)
+        return data

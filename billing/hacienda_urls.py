@@ -3,6 +3,7 @@
 from django.urls import path
 
 from . import hacienda_views as views
+from . import office_views
 
 app_name = "collections"
 urlpatterns = [
@@ -16,6 +17,8 @@ urlpatterns = [
     path("agua/importar/", views.water_import, name="water-import"),
     path("agua/facturar/", views.water_bill, name="water-bill"),
     path("cierres/", views.closures, name="closures"),
+    path("oficinas/", office_views.office_list, name="offices"),
+    path("oficinas/<str:code>/", office_views.office_edit, name="office-edit"),
     path("avisos/", views.bill_batches, name="bill-batches"),
     path("avisos/<int:pk>/", views.bill_batch, name="bill-batch"),
     path("avisos/<int:pk>/parte/<int:index>/", views.bill_batch_part, name="bill-batch-part"),

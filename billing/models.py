@@ -20,29 +20,60 @@ Design:
 
 from __future__ import annotations
 
+import pghistory
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
 from django.utils.translation import gettext_lazy as _
 
 from levy.models import money_field
+from parcels.addresses import Address, usps_block
 from parcels.database import APPEND_ONLY, NO_TRUNCATE
+from parcels.models import HISTORY
 
 from . import wording
 
 
 class Office(models.Model):
-    """A Collector's office (*colecturía*)."""
+    """A Collector's office (*colecturía*, ¶13): where and when a landowner pays, as printed on
+    the bills (frozen in each bill's snapshot). Staff edit it on ``/cobros/oficinas/``; every
+    change is kept in ``OfficeEvent`` (pghistory)."""
 
     code = models.CharField(_("código"), max_length=10, unique=True)
     name = models.CharField(_("nombre"), max_length=120)
-    address = models.CharField(_("dirección"), max_length=200, blank=True)
+    # The one free-text line offices had before the parts below (kept, no longer printed).
+    address = models.CharField(_("dirección anterior (texto libre)"), max_length=200, blank=True)
+    address_line1 = models.CharField(_("dirección, línea 1"), max_length=100, blank=True, default="", db_default="")
+    address_line2 = models.CharField(_("dirección, línea 2"), max_length=100, blank=True, default="", db_default="")
+    town = models.CharField(_("pueblo (municipio)"), max_length=60, blank=True, default="", db_default="")
+    zip_code = models.CharField(_("código postal (ZIP)"), max_length=10, blank=True, default="", db_default="",
+                                help_text=_("00667 o 00667-1234."))
+    phone = models.CharField(_("teléfono"), max_length=40, blank=True, default="", db_default="",
+                             help_text=_("Por ejemplo (787) 899-0000."))
+    hours_es = models.CharField(_("horario (español)"), max_length=200, blank=True, default="", db_default="",
+                                help_text=_("Por ejemplo: lunes a viernes, 8:00 a. m. a 4:30 p. m."))
+    hours_en = models.CharField(_("horario (inglés)"), max_length=200, blank=True, default="", db_default="")
+    ways_to_pay_es = models.TextField(_("formas de pago (español)"), blank=True, default="", db_default="",
+                                      help_text=_("Lo que el aviso dice sobre cómo y dónde pagar."))
+    ways_to_pay_en = models.TextField(_("formas de pago (inglés)"), blank=True, default="", db_default="")
+    on_bills = models.BooleanField(_("se imprime en los avisos"), default=False, db_default=False,
+                                   help_text=_("La oficina que los avisos emitidos por Hacienda nombran para pagar."))
 
     class Meta:
         ordering = ["code"]
+        constraints = [
+            models.UniqueConstraint(fields=["on_bills"], condition=Q(on_bills=True), name="one_office_on_bills"),
+            models.CheckConstraint(condition=Q(zip_code="") | Q(zip_code__regex=r"^00[6-9][0-9]{2}(-[0-9]{4})?$"),
+                                   name="office_pr_zip"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.name} ({self.code})"
+
+    def return_block(self) -> tuple[str, ...]:
+        """The office's return address as USPS reads it: name, lines, ``LAJAS PR 00667``."""
+        return usps_block(Address(line1=self.address_line1, line2=self.address_line2, town=self.town, zip_code=self.zip_code),
+                          name=self.name)
 
 
 class CollectorAssignment(models.Model):
@@ -687,3 +718,11 @@ class BooksCheckpoint(models.Model):
     class Meta:
         ordering = ["-pk"]
         triggers = APPEND_ONLY
+
+
+# Every change of an office's printed details (address, phone, hours, ways to pay) is kept, with
+# the acting user (billing.services.offices.office_update); the history is never emptied.
+pghistory.track(
+    pghistory.InsertEvent(), pghistory.UpdateEvent(), pghistory.DeleteEvent(), model_name="OfficeEvent",
+    meta={"triggers": [NO_TRUNCATE]}, **HISTORY,
+)(Office)

@@ -511,6 +511,61 @@ def surcharge_runs(state: ChargeState) -> tuple[tuple[int, Decimal, Decimal], ..
     return tuple(runs)
 
 
+# --- what a bill asks to pay (¶12, ¶13) ----------------------------------------------------------
+
+
+def next_surcharge_start(state: ChargeState, *, on: date) -> date | None:
+    """¶12: the first day on which the charge's surcharge grows again after ``on``: its first
+    delinquent day ``D`` while it is not yet delinquent, else the start of the next period,
+    ``add_months(D, periods)``. ``None`` when nothing more accrues (principal paid, or a charge
+    the surcharge does not reach)."""
+    if not state.accrues_surcharge or state.principal_due <= 0:
+        return None
+    first = state.last_day + timedelta(days=1)
+    if on < first:
+        return first
+    return add_months(first, delinquency_periods(first_delinquent=first, on=on))
+
+
+@dataclass(frozen=True)
+class AmountToPay:
+    """¶12, ¶13: the one amount a bill asks for and the last day it holds.
+
+    ``amount`` is the account's total due on the bill's date plus the billed installment's balance
+    when it is not yet due; ``valid_through`` is the earliest of the day before each owed charge's
+    next surcharge period (for the billed installment, before it turns delinquent: its last day to
+    pay); ``owed_keys`` are the charges it pays, in the account's order (the billed one included)."""
+
+    amount: Decimal
+    valid_through: date
+    owed_keys: tuple[str, ...]
+
+
+def amount_to_pay(*, account: AccountState, charge_key: str) -> AmountToPay:
+    """¶12, ¶13: what a bill of ``charge_key`` asks to pay (*total a pagar*) and until when.
+
+    Paying it on or before ``valid_through`` leaves nothing overdue: every charge due by the bill's
+    date is paid with its surcharge so far, and so is the billed installment. After that day a
+    new surcharge period has begun on some owed charge (or the billed one turned delinquent), so
+    the amount no longer suffices. A July bill of 100.00 due 2026-07-01 (last day 2026-08-31)
+    with nothing else owed: 100.00 through 2026-08-31. Its January bill of 100.00 issued on
+    2027-01-01 while July is unpaid: July owes 100.00 + ½% × 5 = 102.50, total 202.50, valid
+    through 2027-01-31 (July's sixth period begins 2027-02-01, before January's last day)."""
+    this = next((state for state in account.charges if state.key == charge_key), None)
+    if this is None:
+        raise BillingRuleError(f"no charge {charge_key!r} on the account")
+    on = account.as_of
+    amount = account.total_due + (this.balance if this.due > on else ZERO)
+    owed = [state for state in account.charges if state.balance > 0 and (state.due <= on or state.key == charge_key)]
+    limits = [this.last_day] if on <= this.last_day else []
+    for state in owed:
+        start = next_surcharge_start(state, on=on)
+        if start is not None:
+            limits.append(start - timedelta(days=1))
+    valid_through = min(limits) if limits else this.last_day
+    return AmountToPay(amount=amount, valid_through=valid_through, owed_keys=tuple(state.key for state in owed))
+
+
 # --- sec. 374a water sales before the levy starts (¶8) -----------------------------------------
 
 

@@ -170,6 +170,82 @@ class ReceiptSnapshot:
 
 
 @dataclass(frozen=True)
+class BillOwedLine:
+    """¶12, ¶13: one charge that the bill's *total a pagar* pays, as of the bill's date: an
+    installment overdue with its surcharge so far, or the billed installment itself (``billed``)."""
+
+    fiscal_year: str
+    number: int | None
+    kind: str
+    description: str
+    due_date: date
+    last_day_to_pay: date
+    principal_due: Decimal
+    surcharge_due: Decimal
+    periods: int  # ¶12: surcharge periods begun by the bill's date
+    balance: Decimal
+    billed: bool = False
+    surcharge_groups: tuple[tuple[int, str], ...] = ()  # ¶12: runs of (months, unpaid principal)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "surcharge_groups": [[months, unpaid] for months, unpaid in self.surcharge_groups],
+            "fiscal_year": self.fiscal_year, "number": self.number, "kind": self.kind, "description": self.description,
+            "due_date": self.due_date.isoformat(), "last_day_to_pay": self.last_day_to_pay.isoformat(),
+            "principal_due": str(self.principal_due), "surcharge_due": str(self.surcharge_due), "periods": self.periods,
+            "balance": str(self.balance), "billed": self.billed,
+        }
+
+    @classmethod
+    def from_json(cls, item: dict[str, Any]) -> BillOwedLine:
+        return cls(
+            fiscal_year=item["fiscal_year"], number=item.get("number"), kind=item.get("kind", ""),
+            description=item.get("description", ""), due_date=date.fromisoformat(item["due_date"]),
+            last_day_to_pay=date.fromisoformat(item["last_day_to_pay"]), principal_due=Decimal(item["principal_due"]),
+            surcharge_due=Decimal(item["surcharge_due"]), periods=int(item.get("periods", 0)), balance=Decimal(item["balance"]),
+            billed=bool(item.get("billed")),
+            surcharge_groups=tuple((int(months), str(unpaid)) for months, unpaid in item.get("surcharge_groups", [])),
+        )
+
+
+@dataclass(frozen=True)
+class BillOffice:
+    """¶13: the Collector's office printed on a bill (where to pay), as its record read when the
+    bill was issued: the return address block (USPS capitals), phone, hours and ways to pay in
+    both languages (the bill prints the one it is issued in)."""
+
+    code: str
+    name: str
+    address_block: tuple[str, ...]
+    phone: str = ""
+    hours_es: str = ""
+    hours_en: str = ""
+    ways_to_pay_es: str = ""
+    ways_to_pay_en: str = ""
+
+    def hours(self, lang: str) -> str:
+        return (self.hours_en or self.hours_es) if lang == "en" else (self.hours_es or self.hours_en)
+
+    def ways_to_pay(self, lang: str) -> str:
+        return (self.ways_to_pay_en or self.ways_to_pay_es) if lang == "en" else (self.ways_to_pay_es or self.ways_to_pay_en)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "code": self.code, "name": self.name, "address_block": list(self.address_block), "phone": self.phone,
+            "hours_es": self.hours_es, "hours_en": self.hours_en, "ways_to_pay_es": self.ways_to_pay_es,
+            "ways_to_pay_en": self.ways_to_pay_en,
+        }
+
+    @classmethod
+    def from_json(cls, item: dict[str, Any]) -> BillOffice:
+        return cls(
+            code=item.get("code", ""), name=item.get("name", ""), address_block=tuple(item.get("address_block", [])),
+            phone=item.get("phone", ""), hours_es=item.get("hours_es", ""), hours_en=item.get("hours_en", ""),
+            ways_to_pay_es=item.get("ways_to_pay_es", ""), ways_to_pay_en=item.get("ways_to_pay_en", ""),
+        )
+
+
+@dataclass(frozen=True)
 class BillSnapshot:
     """¶9, ¶12: what a bill prints, frozen as of its issue date: the roll's figures of the parcel,
     the installment and its account as of that day."""
@@ -205,9 +281,26 @@ class BillSnapshot:
     first_due: date | None = None
     second_due: date | None = None
     roll_hash: str = ""  # the final roll's hash in its chain (billing.chain), printed on the bill
+    # ¶12, ¶13: the one amount to pay (the account's total due on the bill's date plus this
+    # installment's balance if not yet due), the last day it holds (rules.amount_to_pay), and the
+    # charges it pays. Bills frozen before these were recorded have none and print as before.
+    amount_to_pay: Decimal | None = None
+    pay_by: date | None = None
+    owed: tuple[BillOwedLine, ...] = ()
+    # The owner's mailing block (parcels.Owner.mailing_block) when billed, for the envelope window;
+    # the language the bill was issued in; the Collector's office it names.
+    mailing_block: tuple[str, ...] = ()
+    language: str = ""
+    office: BillOffice | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
+            "amount_to_pay": _str(self.amount_to_pay),
+            "pay_by": _iso(self.pay_by),
+            "owed": [line.to_json() for line in self.owed],
+            "mailing_block": list(self.mailing_block),
+            "language": self.language,
+            "office": self.office.to_json() if self.office else None,
             "parcel_id": self.parcel_id,
             "owner_name": self.owner_name,
             "owner_key": self.owner_key,
@@ -257,6 +350,10 @@ class BillSnapshot:
             first_due=date.fromisoformat(snap["first_due"]) if snap.get("first_due") else None,
             second_due=date.fromisoformat(snap["second_due"]) if snap.get("second_due") else None,
             roll_hash=snap.get("roll_hash", ""),
+            amount_to_pay=_dec(snap.get("amount_to_pay")), pay_by=_day(snap.get("pay_by")),
+            owed=tuple(BillOwedLine.from_json(item) for item in snap.get("owed", [])),
+            mailing_block=tuple(snap.get("mailing_block", [])), language=snap.get("language", ""),
+            office=BillOffice.from_json(snap["office"]) if snap.get("office") else None,
         )
 
 

@@ -22,11 +22,11 @@ from parcels.jobs import JobBusy, job_defer
 from parcels.models import Job, Parcel
 from parcels.roles import COLLECTOR, HACIENDA, SUPERVISOR, has_role
 
-from .. import chain, documents
+from .. import chain, documents, rules
 from ..accounts import account_states, charge_key, delinquency_parameters, parcel_by_code
 from ..errors import BillingError
-from ..models import Bill, BillBatch, Charge, DocumentSeries, IssuedDocument
-from ..snapshots import BillSnapshot
+from ..models import Bill, BillBatch, Charge, DocumentSeries, IssuedDocument, Office
+from ..snapshots import BillOffice, BillOwedLine, BillSnapshot
 from ..wording import surcharge_groups
 from .numbering import numbers_allocate
 
@@ -50,12 +50,30 @@ def _billable(charge: Charge | int) -> Charge:
 
 @dataclass(frozen=True)
 class AccountFacts:
-    """What a bill needs of the parcel's account as of its issue date."""
+    """What a bill needs of the parcel's account as of its issue date: the billed charge's state,
+    the account's total due, and what the bill asks to pay (``rules.amount_to_pay``) with the
+    charges it pays."""
 
     state: Any  # rules.ChargeState of the billed charge
     total_due: Decimal
     rate: Decimal
     grace_days: int
+    to_pay: rules.AmountToPay | None = None
+    owed: tuple[BillOwedLine, ...] = ()
+
+
+def _owed_lines(account: Any, to_pay: rules.AmountToPay, billed_key: str) -> tuple[BillOwedLine, ...]:
+    states = {state.key: state for state in account.state.charges}
+    lines = []
+    for key in to_pay.owed_keys:
+        state, charge = states[key], account.charges[key]
+        lines.append(BillOwedLine(
+            fiscal_year=charge.fiscal_year.label, number=charge.number, kind=charge.kind, description=charge.description,
+            due_date=state.due, last_day_to_pay=state.last_day, principal_due=state.principal_due,
+            surcharge_due=state.surcharge_due, periods=state.periods, balance=state.balance, billed=key == billed_key,
+            surcharge_groups=tuple((months, unpaid) for months, unpaid in surcharge_groups(state)),
+        ))
+    return tuple(lines)
 
 
 def account_facts(*, charge: Charge, parcel: Parcel, issued_on: date) -> AccountFacts:
@@ -72,9 +90,27 @@ def accounts_facts(*, charges: Sequence[Charge], issued_on: date) -> dict[int, A
         account = accounts[charge.parcel_id]
         key = charge_key(charge.pk)
         state = next(s for s in account.state.charges if s.key == key)
+        to_pay = rules.amount_to_pay(account=account.state, charge_key=key)
         facts[charge.pk] = AccountFacts(state=state, total_due=account.state.total_due, rate=params.surcharge_rate,
-                                        grace_days=params.grace_days)
+                                        grace_days=params.grace_days, to_pay=to_pay, owed=_owed_lines(account, to_pay, key))
     return facts
+
+
+def bill_office(acting_user: Any = None) -> Office | None:
+    """¶13: the Collector's office a bill names: the issuing collector's own office, else the one
+    marked to print on bills (``Office.on_bills``), else the first office."""
+    assignment = getattr(acting_user, "collector_assignment", None) if acting_user is not None else None
+    if assignment is not None:
+        return assignment.office
+    return Office.objects.filter(on_bills=True).first() or Office.objects.order_by("code").first()
+
+
+def office_snapshot(office: Office | None) -> BillOffice | None:
+    if office is None:
+        return None
+    return BillOffice(code=office.code, name=office.name, address_block=office.return_block(), phone=office.phone,
+                      hours_es=office.hours_es, hours_en=office.hours_en, ways_to_pay_es=office.ways_to_pay_es,
+                      ways_to_pay_en=office.ways_to_pay_en)
 
 
 def installment_dues(levy_id: int) -> dict[int, str]:
@@ -91,11 +127,14 @@ def installment_dues(levy_id: int) -> dict[int, str]:
 
 
 def bill_snapshot(*, charge: Charge, issued_on: date, facts: AccountFacts | None = None,
-                  dues: dict[int, str] | None = None) -> dict[str, Any]:
-    """¶9, ¶12: what the bill prints, frozen as of its issue date. The parcel's figures are the
-    roll's (what the charge was computed from); the owner is the parcel's owner when billed.
+                  dues: dict[int, str] | None = None, office: BillOffice | None = None) -> dict[str, Any]:
+    """¶9, ¶12, ¶13: what the bill prints, frozen as of its issue date. The parcel's figures are
+    the roll's (what the charge was computed from); the owner is the parcel's owner when billed,
+    with the mailing block for the envelope window and the language the bill is issued in.
     ``first_due``/``second_due`` are the installments' actual due dates (a late roll's differ
-    from July 1 and January 1); ``dues`` is ``installment_dues`` of the roll, when known."""
+    from July 1 and January 1); ``dues`` is ``installment_dues`` of the roll, when known.
+    ``amount_to_pay``/``pay_by``/``owed`` are the one amount the bill asks for, until when, and
+    its breakdown (``rules.amount_to_pay``); ``office`` the Collector's office it names."""
     parcel = charge.parcel
     line = charge.roll_line
     facts = facts or account_facts(charge=charge, parcel=parcel, issued_on=issued_on)
@@ -113,6 +152,9 @@ def bill_snapshot(*, charge: Charge, issued_on: date, facts: AccountFacts | None
         first_due=date.fromisoformat(dues[1]) if dues.get(1) else None,
         second_due=date.fromisoformat(dues[2]) if dues.get(2) else None,
         roll_hash=chain.roll_hash(line.levy_id),  # the final roll's link in the chain (billing.chain)
+        amount_to_pay=facts.to_pay.amount if facts.to_pay else None, pay_by=facts.to_pay.valid_through if facts.to_pay else None,
+        owed=facts.owed, mailing_block=parcel.owner.mailing_block(), language=parcel.owner.preferred_language,
+        office=office,
     ).to_json()
 
 
@@ -124,11 +166,12 @@ def _check_bill_user(acting_user: Any) -> None:
 @transaction.atomic
 def bill_issue(*, acting_user: Any, charge: Charge | int, issued_on: date | None = None, lang: str | None = None) -> Bill:
     """¶12: a bill for one installment of a finalized roll, numbered (``AV-<year>-000001``),
-    with its amounts as of ``issued_on``; its PDF is stored in the same transaction."""
+    with its amounts as of ``issued_on``; its PDF is stored in the same transaction, in the
+    owner's preferred language unless ``lang`` says otherwise."""
     _check_bill_user(acting_user)
     charge = _billable(charge)
     on = issued_on or timezone.localdate()
-    snapshot = bill_snapshot(charge=charge, issued_on=on)
+    snapshot = bill_snapshot(charge=charge, issued_on=on, office=office_snapshot(bill_office(acting_user)))
     number = numbers_allocate("bill", BILL_PREFIX, on, 1)[0]
     bill = Bill(number=number, charge=charge, parcel_id=charge.parcel_id, issued_on=on, snapshot=snapshot, issued_by=acting_user)
     bill.full_clean()
@@ -141,7 +184,7 @@ def bill_issue(*, acting_user: Any, charge: Charge | int, issued_on: date | None
 # --- Zero notices (¶9): a line whose credit covers its levy ---------------------------------------
 
 
-def zero_notice_snapshot(*, line: RollLine, issued_on: date, dues: dict[int, str]) -> dict[str, Any]:
+def zero_notice_snapshot(*, line: RollLine, issued_on: date, dues: dict[int, str], office: BillOffice | None = None) -> dict[str, Any]:
     """¶9: what a zero notice prints: the roll line's levy imposed and credit, nothing to pay."""
     parcel = line.parcel
     return {
@@ -164,6 +207,9 @@ def zero_notice_snapshot(*, line: RollLine, issued_on: date, dues: dict[int, str
         "second_due": dues.get(2),
         "as_of": issued_on.isoformat(),
         "roll_hash": chain.roll_hash(line.levy_id),
+        "mailing_block": list(parcel.owner.mailing_block()),
+        "language": parcel.owner.preferred_language,
+        "office": office.to_json() if office else None,
     }
 
 
@@ -189,8 +235,9 @@ def zero_notices_issue(*, acting_user: Any, levy: Levy, issued_on: date | None =
     on = issued_on or timezone.localdate()
     dues = installment_dues(levy.pk)
     numbers = numbers_allocate("bill", BILL_PREFIX, on, len(lines))
+    office = office_snapshot(bill_office(acting_user))
     for line, number in zip(lines, numbers, strict=True):
-        snapshot = zero_notice_snapshot(line=line, issued_on=on, dues=dues)
+        snapshot = zero_notice_snapshot(line=line, issued_on=on, dues=dues, office=office)
         bill = Bill(number=number, roll_line=line, parcel_id=line.parcel_id, issued_on=on, snapshot=snapshot, issued_by=acting_user)
         bill.full_clean()
         bill.save()
@@ -329,9 +376,11 @@ def bill_batch_issue(*, batch: BillBatch, charge_ids: Sequence[int], issued_on: 
     numbers = numbers_allocate("bill", BILL_PREFIX, issued_on, len(todo))
     facts = accounts_facts(charges=todo, issued_on=issued_on)
     dues = {levy_id: installment_dues(levy_id) for levy_id in {charge.roll_line.levy_id for charge in todo}}
+    office = office_snapshot(bill_office(batch.created_by))
     bills, htmls, codes = [], [], []
     for charge, number in zip(todo, numbers, strict=True):
-        snapshot = bill_snapshot(charge=charge, issued_on=issued_on, facts=facts[charge.pk], dues=dues[charge.roll_line.levy_id])
+        snapshot = bill_snapshot(charge=charge, issued_on=issued_on, facts=facts[charge.pk], dues=dues[charge.roll_line.levy_id],
+                                 office=office)
         code = documents.verification_code(IssuedDocument.Kind.BILL, number)
         bills.append(Bill(number=number, charge=charge, parcel_id=charge.parcel_id, issued_on=issued_on, snapshot=snapshot,
                           batch=batch, issued_by_id=batch.created_by_id))

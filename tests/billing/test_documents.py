@@ -263,8 +263,8 @@ def test_bill_through_the_command_line_with_the_credit_and_access_code(district_
         "Acres por gravedad 120.0000", "Acres equivalentes (¶5) 120.0000",
         "Contribución de operación y mantenimiento impuesta, año fiscal 2027-2028 (¶6, ¶9) $72,505.34",
         "Crédito por derechos de agua cedidos: 25.00 % de la contribución (¶7, ¶9) -$18,126.34", "$54,379.00",
-        "Importe del plazo (¶12) $27,189.50", "Vence (¶12: pagadero por adelantado) 1 de julio de 2027",
-        "31 de agosto de 2027", "Ninguno a la fecha del aviso", "Balance del plazo al 1 de julio de 2027 $27,189.50",
+        "Total a pagar $27,189.50", "Vence (¶12: pagadero por adelantado) 1 de julio de 2027",
+        "31 de agosto de 2027", "Ninguno a la fecha del aviso", "Plazo 1 del año fiscal 2027-2028 — este aviso 01/07/2027 $27,189.50 $0.00 $27,189.50",
         "Las cantidades de este aviso son al 1 de julio de 2027", "estado de cuenta", "¶11", "¶13", "½%",
         documents.portal_access_code("A", "OWN-A"), "/verificar/",
     ]:
@@ -282,7 +282,7 @@ def test_bill_states_amounts_as_of_its_date_with_the_surcharge_counted(district_
     bill = bills.bill_issue(acting_user=staff["hacienda"], charge=charge, issued_on=date(2026, 10, 15))
     text = flat(text_of(bytes(bill.document.pdf)))
     assert "Recargo (¶12) Contado así: ½% × 2 meses sobre $6,930.90 $69.31" in text
-    assert "Balance del plazo al 15 de octubre de 2026 $7,000.21" in text
+    assert "01/07/2026 $6,930.90 $69.31 $7,000.21" in text and "Total a pagar $7,000.21" in text
     assert "Crédito por derechos de agua cedidos" not in text
     assert bill.snapshot["balance"] == "7000.21" and bill.snapshot["as_of"] == "2026-10-15"
     page = client.get(f"/verificar/{bill.document.verification_code}/").content.decode()
@@ -308,11 +308,13 @@ def test_a_crowded_second_installment_bill_is_set_tighter_not_refused(district_2
     assert len(pdf._layout(html).pages) == 2  # at the roomiest density it would not fit
     text = flat(text_of(data))
     assert "Crédito por derechos de agua cedidos: 25.00 %" in text and "Plazo 2 — segundo semestre (enero)" in text
-    assert "Total adeudado en la cuenta al 15 de diciembre de 2027" in text  # the July installment is overdue
+    # The July installment is overdue: the total to pay and its breakdown name it.
+    assert "Plazo 1 del año fiscal 2027-2028 — moroso" in text and "Desglose del total a pagar" in text
     assert pdf.with_density('<html><body class="">x', "dense") == '<html><body class="dense">x'
-    # A July bill with nothing else overdue has no account-total line (it would read $0.00).
+    # A July bill with nothing else overdue lists only itself.
     july_bill = bills.bill_issue(acting_user=staff["hacienda"], charge=july, issued_on=date(2027, 7, 1))
-    assert "Total adeudado en la cuenta" not in flat(text_of(bytes(july_bill.document.pdf)))
+    july_text = flat(text_of(bytes(july_bill.document.pdf)))
+    assert "— moroso" not in july_text and "Total adeudado en la cuenta" not in july_text
 
 
 @pytest.mark.books_unchecked  # an installment of a draft roll, on purpose
@@ -459,7 +461,7 @@ def test_bulk_bills_command_renders_in_worker_processes(district_1, staff, inlin
     text = flat(text_of(path.read_bytes()))
     assert page_count(path.read_bytes()) == 5 and "segundo semestre (enero)" in text and "1 de enero de 2027" in text
     bill = batch.bills.get(parcel__parcel_id="P2")
-    assert "Balance del plazo" in text_of(bytes(bill.document.pdf)) and bill.snapshot["principal"] == "22950.00"
+    assert "Desglose del total a pagar" in text_of(bytes(bill.document.pdf)) and bill.snapshot["principal"] == "22950.00"
 
 
 @pytest.mark.django_db

@@ -116,6 +116,7 @@ AUTHORITY = frozenset({"authority"})
 HACIENDA = frozenset({"hacienda"})
 SUPERVISOR = frozenset({"supervisor"})
 CERTIFIERS = frozenset({"hacienda", "collector", "supervisor"})
+OFFICE_EDITORS = frozenset({"hacienda", "supervisor"})  # billing.services.offices
 
 MATRIX: dict[str, Route] = {
     # --- the project's own pages ------------------------------------------------------------------
@@ -229,6 +230,11 @@ MATRIX: dict[str, Route] = {
                                     post_data=lambda w: {"month": "2026-10"}),
     "collections:closures": Route(get=by_role(HACIENDA), post_roles=HACIENDA,
                                   post_data=lambda w: {"day": "2026-12-24", "reason": "Nochebuena"}),
+    "collections:offices": Route(get=by_role(OFFICE_EDITORS)),
+    "collections:office-edit": Route(get=by_role(OFFICE_EDITORS), targets=lambda w: [{"code": "LAJ"}], post_roles=OFFICE_EDITORS,
+                                     post_data=lambda w: {"name": "Colecturía de Lajas", "address_line1": "Calle Principal 12",
+                                                          "town": "Lajas", "zip_code": "00667", "phone": "(787) 555-0100",
+                                                          "hours_es": "Lunes a viernes", "on_bills": "on"}),
     "collections:bill-batches": Route(get=by_role(HACIENDA), post_roles=HACIENDA,
                                       post_data=lambda w: {"fiscal_year": YEAR, "number": "1", "parcel_prefix": "B"}),
     "collections:bill-batch": Route(get=by_role(HACIENDA), targets=lambda w: pk(w.extra["batch"])),
