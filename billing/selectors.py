@@ -11,7 +11,7 @@ from decimal import Decimal
 from typing import Any
 
 from django.db.models import QuerySet
-from django.utils.translation import gettext_lazy as _lazy
+from django.utils.translation import pgettext_lazy
 
 from parcels import search
 from parcels.models import Parcel
@@ -197,11 +197,11 @@ def day_over_short(*, report: DayReport, counted_cash: Decimal | None, counted_c
 # --- the debt of a certificate or a seizure notice (¶11, ¶12) ----------------------------------------
 
 
-DEBT_STATUS = {
-    "paid": _lazy("pagado"),
-    "not_due": _lazy("por vencer"),
-    "due": _lazy("vencido"),
-    "delinquent": _lazy("moroso"),
+DEBT_STATUS = {  # a charge's status on a certificate or notice
+    "paid": pgettext_lazy("estado del cargo", "pagado"),
+    "not_due": pgettext_lazy("estado del cargo", "por vencer"),
+    "due": pgettext_lazy("estado del cargo", "vencido"),
+    "delinquent": pgettext_lazy("estado del cargo", "moroso"),
 }
 
 
