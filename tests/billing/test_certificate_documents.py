@@ -16,7 +16,7 @@ import pytest
 from django.conf import settings
 from django.urls import reverse
 
-from billing import documents
+from billing import documents, pdf
 from billing.errors import BillingError
 from billing.models import DebtCertificate, SeizureStep
 from billing.services import collection, counter
@@ -108,6 +108,11 @@ def test_certificate_rows_add_up_to_both_totals_signed_by_name_and_title(distric
     assert "OWN-A" not in text  # no internal owner key on the landowner's paper
     # the law in footnotes, not inline in the text and headings
     assert "(¶11, ¶12)" not in text and "Recargo (¶12)" not in text and "(¶11)." in text
+    english = pdf.render_certificate_pdf(certificate=certificate, lang="en")
+    keep(english, "certificate_en.pdf")
+    text_en = flat(text_of(english))
+    assert "Owed today (October 15, 2026) $7,000.21" in text_en and "Total lien on the parcel $13,931.11" in text_en
+    assert "delinquent" in text_en and "not yet due" in text_en and "Gravamen" not in text_en and "moroso" not in text_en
     # the public verification page states both totals and who signed
     page_table = documents.verification(certificate.document.verification_code)
     assert ("Adeudado hoy", "$7,000.21") in page_table["facts"] and ("Gravamen total", "$13,931.11") in page_table["facts"]
