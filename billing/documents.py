@@ -1,11 +1,14 @@
 """Issued documents: tax receipts (*recibo contributivo*, ¶9), bills (*aviso de contribución*,
-¶12) and debt certificates (*certificación de deuda*, ¶11) as stored PDFs.
+¶12), debt certificates (*certificación de deuda*, ¶11) and seizure notices (¶14) as stored PDFs.
 
 Design (pretix's invoices; house style lessons 2 and 15):
 - Each document is rendered once, when it is issued, inside the transaction that issues it, and
   its bytes are stored in ``IssuedDocument`` with their SHA-256. It is served as stored, never
   rendered again from live data. A reprint is the stored bytes with a "COPIA" stamp laid over
-  them (``document_copy``); the stored bytes do not change.
+  them (``document_copy``), and every download of a voided payment's receipt carries ANULADO with
+  the void's date and reason (``document_download``); the stored bytes do not change.
+- A seizure step keeps its own bytes and verification code on ``SeizureStep`` (kind ``seizure``,
+  letter ``E``); the public page finds it by that code like the others.
 - Every document carries a verification code and its QR code. The code is the document's kind
   and number signed with ``django.core.signing`` (salt ``lajas.verify``): unique per document
   and impossible to guess without the secret key. The public page ``/verificar/<code>/`` looks
