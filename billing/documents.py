@@ -1,11 +1,14 @@
 """Issued documents: tax receipts (*recibo contributivo*, ¶9), bills (*aviso de contribución*,
-¶12) and debt certificates (*certificación de deuda*, ¶11) as stored PDFs.
+¶12), debt certificates (*certificación de deuda*, ¶11) and seizure notices (¶14) as stored PDFs.
 
 Design (pretix's invoices; house style lessons 2 and 15):
 - Each document is rendered once, when it is issued, inside the transaction that issues it, and
   its bytes are stored in ``IssuedDocument`` with their SHA-256. It is served as stored, never
   rendered again from live data. A reprint is the stored bytes with a "COPIA" stamp laid over
-  them (``document_copy``); the stored bytes do not change.
+  them (``document_copy``), and every download of a voided payment's receipt carries ANULADO with
+  the void's date and reason (``document_download``); the stored bytes do not change.
+- A seizure step keeps its own bytes and verification code on ``SeizureStep`` (kind ``seizure``,
+  letter ``E``); the public page finds it by that code like the others.
 - Every document carries a verification code and its QR code. The code is the document's kind
   and number signed with ``django.core.signing`` (salt ``lajas.verify``): unique per document
   and impossible to guess without the secret key. The public page ``/verificar/<code>/`` looks
@@ -46,7 +49,7 @@ from parcels.templatetags.lajas import money
 from . import pdf
 from .accounts import delinquency_parameters
 from .errors import BillingError
-from .models import Bill, DebtCertificate, IssuedDocument, Receipt
+from .models import Bill, DebtCertificate, IssuedDocument, Receipt, SeizureStep
 from .selectors import receipt_display
 from .snapshots import BillOffice, BillOwedLine, BillSnapshot, CertificateSnapshot, ReceiptSnapshot
 from .wording import long_date, rate_label, surcharge_text
@@ -54,7 +57,8 @@ from .wording import long_date, rate_label, surcharge_text
 logger = logging.getLogger(__name__)
 VERIFY_SALT = "lajas.verify"
 PORTAL_SALT = "lajas.portal-access"
-KIND_LETTER = {IssuedDocument.Kind.RECEIPT: "R", IssuedDocument.Kind.BILL: "A", IssuedDocument.Kind.CERTIFICATE: "C"}
+SEIZURE = "seizure"  # a seizure step (``SeizureStep``) keeps its own bytes and code, not an ``IssuedDocument``
+KIND_LETTER = {IssuedDocument.Kind.RECEIPT: "R", IssuedDocument.Kind.BILL: "A", IssuedDocument.Kind.CERTIFICATE: "C", SEIZURE: "E"}
 
 
 # --- Codes ------------------------------------------------------------------------------------
@@ -253,21 +257,72 @@ def certificate_document_store(certificate: DebtCertificate, *, lang: str | None
                             code=code, data=data, certificate=certificate))
 
 
+# --- Seizure notices (¶14) ---------------------------------------------------------------------
+
+
+def seizure_notice_render(step: SeizureStep, *, parcel: Any, lang: str | None = None) -> tuple[str, bytes]:
+    """The verification code of a seizure step being issued and its PDF carrying the code's QR;
+    ``services.collection.seizure_step_issue`` stores both on the step, once."""
+    code = verification_code(SEIZURE, step.number)
+    return code, pdf.render_seizure_notice(step=step, parcel=parcel, verify_url=verification_url(code), code=code, lang=lang)
+
+
+@dataclass(frozen=True)
+class SeizureDocument:
+    """A seizure step as the verification page shows a document (kind, number, parcel)."""
+
+    step: SeizureStep
+    kind: str = SEIZURE
+
+    @property
+    def number(self) -> str:
+        return self.step.number
+
+    @property
+    def parcel(self) -> Any:
+        return self.step.case.parcel
+
+    @property
+    def seizure_id(self) -> int:  # the chain's id of the record (``chain.place``)
+        return self.step.pk
+
+    def get_kind_display(self) -> str:
+        return str(self.step.get_kind_display())
+
+
 # --- Reprints ---------------------------------------------------------------------------------
 
 
 def document_copy(document: IssuedDocument, *, on: date | None = None, lang: str | None = None) -> bytes:
     """A reprint: the stored bytes with a "COPIA — reimpreso el …" stamp laid over each page
     (WeasyPrint renders the stamp, pypdf merges it). The stored document is not touched, and a
-    copy of a voided payment's receipt says so."""
+    copy of a voided payment's receipt says so (ANULADO, the date and the reason)."""
+    return document_download(document, copy=True, on=on, lang=lang)
+
+
+def document_download(document: IssuedDocument, *, copy: bool = False, on: date | None = None, lang: str | None = None) -> bytes:
+    """What every download of a stored document serves: the stored bytes as issued, stamped at
+    serving time when it is a reprint (COPIA and the day) or the receipt of a voided payment
+    (ANULADO, the void's date and reason, on every download, the first one too). The stored bytes
+    never change."""
+    status = document_status(document)
+    if not copy and status.voided_on is None:
+        return document_pdf(document)
     on = on or timezone.localdate()
     with pdf.document_language(lang) as key:
-        text = _("COPIA — reimpreso el %(d)s") % {"d": long_date(on, key)}
-        status = document_status(document)
+        parts = [_("COPIA — reimpreso el %(d)s") % {"d": long_date(on, key)}] if copy else []
         if status.voided_on is not None:
-            text += " · " + _("PAGO ANULADO el %(d)s") % {"d": long_date(status.voided_on, key)}
-    stamp = PdfReader(io.BytesIO(pdf.render_stamp(text=text, lang=lang))).pages[0]
-    writer = PdfWriter(clone_from=PdfReader(io.BytesIO(document_pdf(document))))
+            parts.append(_("PAGO ANULADO el %(d)s: %(r)s. Este recibo no vale como prueba de pago")
+                         % {"d": long_date(status.voided_on, key), "r": status.void_reason})
+            mark = _("ANULADO")
+        else:
+            mark = _("COPIA")
+    return _stamped(document_pdf(document), text=" · ".join(parts), mark=mark, lang=lang)
+
+
+def _stamped(data: bytes, *, text: str, mark: str, lang: str | None) -> bytes:
+    stamp = PdfReader(io.BytesIO(pdf.render_stamp(text=text, mark=mark, lang=lang))).pages[0]
+    writer = PdfWriter(clone_from=PdfReader(io.BytesIO(data)))
     for page in writer.pages:
         page.merge_page(stamp, over=True)
     out = io.BytesIO()
@@ -285,6 +340,7 @@ class DocumentStatus:
     document: IssuedDocument
     status: str  # "valid", "voided" (the payment of a receipt), "superseded" (a certificate)
     voided_on: date | None = None
+    void_reason: str = ""
     superseded_by: str = ""
     facts: tuple[tuple[str, str], ...] = ()  # (label, value) lines, in the active language
 
@@ -297,7 +353,7 @@ def document_status(document: IssuedDocument) -> DocumentStatus:
     if document.kind == IssuedDocument.Kind.RECEIPT:
         void = getattr(Receipt.objects.select_related("payment__void").get(pk=document.receipt_id).payment, "void", None)
         if void is not None:
-            return DocumentStatus(document=document, status="voided", voided_on=void.voided_on)
+            return DocumentStatus(document=document, status="voided", voided_on=void.voided_on, void_reason=void.reason)
     if document.kind == IssuedDocument.Kind.CERTIFICATE:
         later = DebtCertificate.objects.filter(supersedes_id=document.certificate_id).values_list("number", flat=True).first()
         if later:
@@ -313,12 +369,32 @@ def document_by_code(code: str) -> IssuedDocument | None:
                                                                 "certificate").filter(verification_code=code).first())
 
 
+def seizure_verification(code: str) -> dict[str, Any] | None:
+    """The public page's facts of a seizure step (¶14), from what it froze; ``None`` if no step has ``code``."""
+    if not code or len(code) > 80:
+        return None
+    step = SeizureStep.objects.defer("pdf").select_related("case__parcel").filter(verification_code=code).first()
+    if step is None:
+        return None
+    key = "en" if (get_language() or "").startswith("en") else "es"
+    facts: list[tuple[str, str]] = [
+        (_("Predio (número de catastro)"), step.case.parcel.parcel_id), (_("Fecha"), long_date(step.issued_on, key)),
+        (_("Adeudado hoy"), money(step.debt["total_due"])), (_("Gravamen total"), money(step.debt["total_balance"])),
+    ]
+    if step.term_ends:
+        facts.append((_("Plazo para pagar hasta"), long_date(step.term_ends, key)))
+    if step.debt.get("officer_name"):
+        facts.append((_("Firmado por"), f'{step.debt["officer_name"]}, {step.debt.get("officer_title", "")}'))
+    document = SeizureDocument(step=step)
+    return {"document": document, "status": DocumentStatus(document=document, status="valid"), "facts": facts}  # type: ignore[arg-type]
+
+
 def verification(code: str) -> dict[str, Any] | None:
     """For the public page: the document's kind, number, parcel, amounts and status, from its
     snapshot (no owner names: the page is public). ``None`` when the code is not recognized."""
     document = document_by_code(code)
     if document is None:
-        return None
+        return seizure_verification(code)
     status = document_status(document)
     key = "en" if (get_language() or "").startswith("en") else "es"
 
@@ -351,5 +427,8 @@ def verification(code: str) -> dict[str, Any] | None:
     else:
         cert = document.certificate
         certified = CertificateSnapshot.from_json(cert.snapshot)
-        facts += [(_("Deuda al"), day(cert.as_of)), (_("Total adeudado"), money(str(certified.statement.total_due)))]
+        facts += [(_("Deuda al"), day(cert.as_of)), (_("Adeudado hoy"), money(str(certified.statement.total_due))),
+                  (_("Gravamen total"), money(str(certified.statement.total_balance)))]
+        if certified.officer_name:
+            facts.append((_("Firmado por"), f"{certified.officer_name}, {certified.officer_title}"))
     return {"document": document, "status": status, "facts": facts}

@@ -29,7 +29,7 @@ from parcels import search
 from parcels.models import Parcel
 from parcels.roles import AUDITOR, AUTHORITY, COLLECTOR, HACIENDA, SUPERVISOR, role_required
 
-from . import accounts, charts, wording
+from . import accounts, charts
 from .errors import BillingError
 from .hacienda_forms import (
     SORTS,
@@ -43,6 +43,7 @@ from .hacienda_forms import (
 )
 from .models import BillBatch, BillBatchPart, DebtCertificate, OfficeClosure, SeizureCase, SeizureStep, WaterDelivery
 from .pdf import render_certificate
+from .selectors import debt_table
 from .services import bills, collection
 from .services import water as water_services
 
@@ -142,22 +143,6 @@ def delinquent(request: HttpRequest) -> HttpResponse:
 # ---------------------------------------------------------------------------------------------
 
 
-def _debt_lines(data: dict[str, Any]) -> list[dict[str, Any]]:
-    """The charges of ``accounts.statement`` that still owe something, with dates and Decimals."""
-    lines = []
-    for item in data["installments"] + data["other_charges"]:
-        balance = Decimal(item["balance"])
-        if balance <= 0:
-            continue
-        lines.append({
-            "description": wording.line_label(item), "due_date": date.fromisoformat(item["due_date"]),
-            "last_day_to_pay": date.fromisoformat(item["last_day_to_pay"]), "principal": Decimal(item["principal"]),
-            "surcharge": Decimal(item["surcharge"]), "surcharge_basis": wording.basis_text(item), "paid": Decimal(item["paid"]),
-            "balance": balance,
-        })
-    return lines
-
-
 def _next_step(cases: list[SeizureCase]) -> tuple[str | None, SeizureStep | None]:
     """The step the page offers (a notice when no case is open, else the one after the last) and
     the open case's notice, whose 30-day term the certificate waits for."""
@@ -185,10 +170,10 @@ def seizure(request: HttpRequest, pk: int) -> HttpResponse:
     steps = SeizureStep.objects.select_related("issued_by").defer("pdf", "debt")
     cases = list(SeizureCase.objects.filter(parcel=parcel).select_related("opened_by")
                  .prefetch_related(Prefetch("steps", queryset=steps)).order_by("-opened_at", "-id"))
-    debt = accounts.statement(parcel=parcel, as_of=today).to_json()
+    debt = accounts.statement(parcel=parcel, as_of=today)
     next_kind, notice = _next_step(cases)
     return render(request, "billing/hacienda/seizure.html", {
-        "parcel": parcel, "today": today, "cases": cases, "lines": _debt_lines(debt), "total_due": Decimal(debt["total_due"]),
+        "parcel": parcel, "today": today, "cases": cases, "table": debt_table(debt, owing_only=True), "total_due": debt.total_due,
         "form": form, "next_kind": next_kind, "next_label": SeizureStep.Kind(next_kind).label if next_kind else "",
         "notice": notice,
     })
@@ -222,6 +207,7 @@ def certificates(request: HttpRequest, pk: int) -> HttpResponse:
     issued = DebtCertificate.objects.filter(parcel=parcel).select_related("issued_by", "supersedes", "superseded_by")
     return render(request, "billing/hacienda/certificates.html", {
         "parcel": parcel, "form": form, "certificates": issued, "today": today,
+        "table": debt_table(accounts.statement(parcel=parcel, as_of=today)),  # what a certificate issued today would print
     })
 
 

@@ -404,6 +404,9 @@ class SeizureStep(models.Model):
     debt = models.JSONField()
     pdf = models.BinaryField()
     sha256 = models.CharField(max_length=64, default="")  # of ``pdf`` as issued (``verify_books``)
+    # printed with its QR code; the public page ``/verificar/<code>/`` finds the step by it
+    # (``billing.documents``). Steps issued before notices had one have none.
+    verification_code = models.CharField(max_length=80, unique=True, null=True, blank=True)
     issued_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
     issued_at = models.DateTimeField(auto_now_add=True)
 

@@ -31,7 +31,7 @@ from django.utils import translation
 from django.utils.translation import gettext as _
 
 # Dates spelled out in full, per language: "1 de julio de 2026" / "July 1, 2026".
-from .wording import LONG_DATE, basis_text, line_label  # noqa: E402  (one table of long dates, shared with billing.wording)
+from .wording import LONG_DATE  # noqa: E402  (one table of long dates, shared with billing.wording)
 
 
 class PDFRenderError(Exception):
@@ -262,26 +262,32 @@ def qr_data_uri(url: str) -> str:
     return segno.make(url, error="m", micro=False, mask=0).png_data_uri(scale=3, border=4)
 
 
-def _dated_items(data: dict[str, Any]) -> list[dict[str, Any]]:
-    """A statement's charges (``accounts.Statement.to_json()``, as a certificate or seizure step stored it) with their dates as ``date``
-    and their names (``label``) in the active language for display."""
-    from datetime import date
+def _debt_context(data: dict[str, Any], *, owing_only: bool) -> dict[str, Any]:
+    """A stored statement (``accounts.Statement.to_json()``, as a certificate or seizure step froze
+    it) as its table with two totals (``selectors.debt_table``), the signature frozen beside it and
+    the surcharge rate of the footnote."""
+    from .accounts import Statement, delinquency_parameters
+    from .selectors import debt_table
+    from .wording import rate_label
 
-    return [
-        {**item, "due": date.fromisoformat(item["due_date"]), "last_day": date.fromisoformat(item["last_day_to_pay"]),
-         "label": line_label(item), "surcharge_basis": basis_text(item)}
-        for item in data.get("installments", []) + data.get("other_charges", [])
-    ]
+    debt = Statement.from_json(data)
+    return {
+        "table": debt_table(debt, owing_only=owing_only), "officer_name": data.get("officer_name", ""),
+        "officer_title": data.get("officer_title", ""), "rate": rate_label(delinquency_parameters(debt.as_of).surcharge_rate),
+    }
 
 
-def render_seizure_notice(*, step: Any, parcel: Any, lang: str | None = None) -> bytes:
+def render_seizure_notice(*, step: Any, parcel: Any, verify_url: str = "", code: str = "", lang: str | None = None) -> bytes:
     """¶14: a seizure notice (notice of attachment, certificate, auction notice), listing the
-    charges with a balance."""
+    charges with a balance and its two totals, signed, with its QR code."""
     with document_language(lang) as key:
-        items = [item for item in _dated_items(step.debt) if item["balance"] != "0.00"]
         title = f"{step.get_kind_display()} {step.number}"
-        html = html_for("billing/pdf/seizure_notice.html", {"step": step, "parcel": parcel, "debt": step.debt, "items": items},
-                        title=title, lang=key)
+        notes = [_("Procedimiento: el de embargo de las contribuciones sobre la propiedad, que la ley aplica a la contribución de "
+                   "riego no pagada (¶14); el plazo para pagar de la notificación es de 30 días.")]
+        html = html_for("billing/pdf/seizure_notice.html", {
+            "step": step, "parcel": parcel, **_debt_context(step.debt, owing_only=True), "extra_notes": notes,
+            "verify_url": verify_url, "verify_code": code, "qr": qr_data_uri(verify_url) if verify_url else "",
+        }, title=title, lang=key)
     return html_to_pdf(html)
 
 
@@ -301,19 +307,20 @@ def render_certificate(*, certificate: Any, lang: str | None = None) -> bytes:
 def render_certificate_pdf(*, certificate: Any, verify_url: str = "", code: str = "", lang: str | None = None) -> bytes:
     data = certificate.snapshot
     with document_language(lang) as key:
-        items = _dated_items(data)
         title = _("Certificación de deuda %(n)s") % {"n": certificate.number}
         html = html_for("billing/pdf/certificate.html", {
-            "certificate": certificate, "data": data, "items": items, "verify_url": verify_url, "verify_code": code,
+            "certificate": certificate, "data": data, **_debt_context(data, owing_only=False), "verify_url": verify_url,
+            "verify_code": code,
             "qr": qr_data_uri(verify_url) if verify_url else "",
         }, title=title, lang=key)
     return html_to_pdf(html)
 
 
-def render_stamp(*, text: str, lang: str | None = None) -> bytes:
-    """A one-page letter PDF holding only ``text`` as a stamp, to lay over an issued document."""
+def render_stamp(*, text: str, mark: str = "", lang: str | None = None) -> bytes:
+    """A one-page letter PDF holding only ``text`` as a band and ``mark`` (COPIA, ANULADO) across
+    the page, to lay over an issued document."""
     with document_language(lang) as key:
-        html = html_for("billing/pdf/stamp.html", {"stamp_text": text}, title=text, lang=key)
+        html = html_for("billing/pdf/stamp.html", {"stamp_text": text, "mark": mark or _("COPIA")}, title=text, lang=key)
     from weasyprint import HTML
 
     return HTML(string=html, base_url=static_dir().as_uri() + "/", url_fetcher=_fetcher()).write_pdf()

@@ -11,10 +11,12 @@ from decimal import Decimal
 from typing import Any
 
 from django.db.models import QuerySet
+from django.utils.translation import pgettext_lazy
 
 from parcels import search
 from parcels.models import Parcel
 
+from .accounts import Statement, StatementLine
 from .models import BooksCheck, Office, Payment, Receipt
 from .snapshots import ReceiptApplication, ReceiptSnapshot
 
@@ -100,7 +102,7 @@ def receipt_display(receipt: Receipt) -> ReceiptDisplay:
     payment = receipt.payment
     return ReceiptDisplay(
         receipt=receipt, number=receipt.display_number, office_code=snap.office_code, office_name=snap.office_name,
-        paid_on=snap.paid_on, payer=snap.owner_name, owner_key=snap.owner_key, collector=snap.collector,
+        paid_on=snap.paid_on, payer=snap.owner_name, owner_key=snap.owner_key, collector=snap.received_by,
         parcel_id=snap.parcel_id, gravity_acres=snap.gravity_acres, pumped_acres=snap.pumped_acres,
         equivalent_acres=snap.equivalent_acres, amount=snap.amount, method=snap.method, reference=snap.reference, lines=lines,
         credit_balance=snap.credit_balance, total_due_after=snap.total_due_after, total_balance_after=snap.total_balance_after,
@@ -190,3 +192,83 @@ def day_over_short(*, report: DayReport, counted_cash: Decimal | None, counted_c
         rows.append(OverShort(label=str(Payment.Method.CHECK.label), expected=report.expected(Payment.Method.CHECK),
                               counted=counted_checks))
     return rows
+
+
+# --- the debt of a certificate or a seizure notice (¶11, ¶12) ----------------------------------------
+
+
+DEBT_STATUS = {  # a charge's status on a certificate or notice
+    "paid": pgettext_lazy("estado del cargo", "pagado"),
+    "not_due": pgettext_lazy("estado del cargo", "por vencer"),
+    "due": pgettext_lazy("estado del cargo", "vencido"),
+    "delinquent": pgettext_lazy("estado del cargo", "moroso"),
+}
+
+
+@dataclass(frozen=True)
+class DebtRow:
+    """One charge of a certificate or a notice with its status on the document's date: paid,
+    not yet due (*por vencer*: part of the lien, not owed today), due within its 60 days
+    (*vencido*) or delinquent (*moroso*, ¶12: the surcharge runs)."""
+
+    line: StatementLine
+    status: str
+
+    @property
+    def status_label(self) -> str:
+        return str(DEBT_STATUS[self.status])
+
+    @property
+    def due_today(self) -> bool:
+        return self.status in ("due", "delinquent")
+
+
+def _column_sums(rows: list[DebtRow]) -> dict[str, Decimal]:
+    return {column: sum((getattr(row.line, column) for row in rows), ZERO) for column in ("principal", "surcharge", "paid", "balance")}
+
+
+@dataclass(frozen=True)
+class DebtTable:
+    """¶11, ¶12, ¶13: the rows of a certificate or notice and its two totals, each the sum of its
+    own rows, column by column: what is owed today (the rows already due: *adeudado hoy*) and the
+    whole lien (every row, installments not yet due included: *gravamen total*, ¶11). The page
+    and the PDF print this same table, so what the paper says adds up with a pencil."""
+
+    as_of: date
+    rows: tuple[DebtRow, ...]
+    credit_balance: Decimal
+
+    @property
+    def due_today(self) -> dict[str, Decimal]:
+        return _column_sums([row for row in self.rows if row.due_today])
+
+    @property
+    def lien(self) -> dict[str, Decimal]:
+        return _column_sums(list(self.rows))
+
+    @property
+    def has_not_due(self) -> bool:
+        return any(row.status == "not_due" and row.line.balance > 0 for row in self.rows)
+
+
+def debt_row_status(line: StatementLine, as_of: date) -> str:
+    if line.balance <= 0:
+        return "paid"
+    if line.due_date > as_of:
+        return "not_due"
+    if line.last_day_to_pay < as_of:
+        return "delinquent"
+    return "due"
+
+
+def debt_table(statement: Statement, *, owing_only: bool = False) -> DebtTable:
+    """The table of ``statement`` (a certificate lists every charge, a seizure notice only those
+    that owe something). Its due-today total equals ``statement.total_due`` and its lien total
+    ``statement.total_balance`` (``billing.rules.account_state``); a statement where they would not
+    is refused rather than printed."""
+    rows = tuple(DebtRow(line=line, status=debt_row_status(line, statement.as_of)) for line in statement.lines
+                 if not owing_only or line.balance > 0)
+    table = DebtTable(as_of=statement.as_of, rows=rows, credit_balance=statement.credit_balance)
+    if table.due_today["balance"] != statement.total_due or table.lien["balance"] != statement.total_balance:
+        raise ValueError(f"the rows of {statement.parcel_id} as of {statement.as_of} do not add up to the statement's totals")
+    return table

@@ -127,6 +127,13 @@ class ReceiptSnapshot:
     total_balance_after: Decimal
     tendered: Decimal | None = None  # cash handed over (cash payments only), and the change given
     change: Decimal | None = None
+    # "Recibido por": the collector's full name as it was at issue (receipts issued before it was
+    # frozen have only the username, ``collector``, and print that).
+    collector_name: str = ""
+
+    @property
+    def received_by(self) -> str:
+        return self.collector_name or self.collector
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -138,6 +145,7 @@ class ReceiptSnapshot:
             "equivalent_acres": str(self.equivalent_acres),
             "office": {"code": self.office_code, "name": self.office_name},
             "collector": self.collector,
+            "collector_name": self.collector_name,
             "paid_on": self.paid_on.isoformat(),
             "amount": str(self.amount),
             "method": self.method,
@@ -163,6 +171,7 @@ class ReceiptSnapshot:
             total_balance_after=Decimal(snap["total_balance_after"]),
             tendered=None if snap.get("tendered") is None else Decimal(snap["tendered"]),
             change=None if snap.get("change") is None else Decimal(snap["change"]),
+            collector_name=snap.get("collector_name", ""),
         )
 
 
@@ -362,16 +371,21 @@ class BillSnapshot:
 
 @dataclass(frozen=True)
 class CertificateSnapshot:
-    """¶11: a debt certificate froze the statement as of its date (``Statement.to_json()``) and the
-    owner's name and key at issue."""
+    """¶11: a debt certificate froze the statement as of its date (``Statement.to_json()``), the
+    owner's name and key at issue, and who signed it: the officer's full name and title
+    (``parcels.officers.officer_signature``; empty on certificates issued before they were frozen)."""
 
     statement: Statement
     owner_name: str
     owner_key: str
+    officer_name: str = ""
+    officer_title: str = ""
 
     def to_json(self) -> dict[str, Any]:
-        return {**self.statement.to_json(), "owner_name": self.owner_name, "owner_key": self.owner_key}
+        return {**self.statement.to_json(), "owner_name": self.owner_name, "owner_key": self.owner_key,
+                "officer_name": self.officer_name, "officer_title": self.officer_title}
 
     @classmethod
     def from_json(cls, snap: dict[str, Any]) -> CertificateSnapshot:
-        return cls(statement=Statement.from_json(snap), owner_name=snap.get("owner_name", ""), owner_key=snap.get("owner_key", ""))
+        return cls(statement=Statement.from_json(snap), owner_name=snap.get("owner_name", ""), owner_key=snap.get("owner_key", ""),
+                   officer_name=snap.get("officer_name", ""), officer_title=snap.get("officer_title", ""))

@@ -1,5 +1,5 @@
 """The public verification page of issued documents (no login): a QR code on a receipt, bill
-or debt certificate opens ``/verificar/<code>/``, which confirms the document's kind, number,
+debt certificate or seizure notice opens ``/verificar/<code>/``, which confirms the document's kind, number,
 parcel, amounts and status from what was stored when it was issued, and its place in the chain of
 its series (``billing.chain``: position, previous and own hash, whether the chain holds). Any other code is "not
 recognized" with status 404; the page never says why, so it cannot be used to probe codes."""
@@ -21,6 +21,6 @@ def document(request: HttpRequest, code: str) -> HttpResponse:
     if found is None:
         return render(request, "billing/verify_unknown.html", {"code": code[:80]}, status=404)
     document = found["document"]
-    kind = {"receipt": chain.RECEIPT, "bill": chain.BILL, "certificate": chain.CERTIFICATE}[document.kind]
+    kind = {"receipt": chain.RECEIPT, "bill": chain.BILL, "certificate": chain.CERTIFICATE, documents.SEIZURE: chain.SEIZURE}[document.kind]
     found["chain"] = chain.place(kind, getattr(document, f"{document.kind}_id"))  # its link of the tamper-evident chain
     return render(request, "billing/verify.html", found)

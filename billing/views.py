@@ -328,12 +328,12 @@ def refund(request: HttpRequest, pk: int) -> HttpResponse:
 
 @role_required(*READERS)
 def receipt_pdf(request: HttpRequest, pk: int) -> HttpResponse:
-    """The receipt's PDF as issued (stored bytes), or with ``?copia=1`` a reprint stamped COPIA
-    with today's date. Same access as the receipt page (a landowner: only their own, else 404)."""
+    """The receipt's PDF as issued (stored bytes; stamped ANULADO when its payment was voided), or
+    with ``?copia=1`` a reprint stamped COPIA with today's date. Same access as the receipt page (a landowner: only their own, else 404)."""
     receipt = get_receipt_for_user(request.user, pk)
     document = documents.receipt_document(receipt)
     copy = request.GET.get("copia") == "1"
-    data = documents.document_copy(document) if copy else documents.document_pdf(document)
+    data = documents.document_download(document, copy=copy)  # a voided payment's receipt says ANULADO on every download
     response = HttpResponse(data, content_type="application/pdf")
     suffix = "-copia" if copy else ""
     response["Content-Disposition"] = f'attachment; filename="recibo-{receipt.display_number}{suffix}.pdf"'

@@ -40,8 +40,8 @@ def flush_past_the_truncate_guard():
 
 @pytest.fixture
 def make_user(db):
-    def make(username: str, role: str, owner: Owner | None = None):
-        return UserFactory(username=username, role=role, owner=owner)
+    def make(username: str, role: str, owner: Owner | None = None, **signature: str):  # full_name=, title=
+        return UserFactory(username=username, role=role, owner=owner, **signature)
 
     return make
 

@@ -72,6 +72,9 @@ class UserFactory(_ThroughService):
     role = "authority"
     password = PASSWORD
     owner = None
+    # Staff sign certificates and notices (``parcels.officers.officer_signature``): a name and a title.
+    full_name = factory.LazyAttribute(lambda o: "" if o.role == "landowner" else f"Oficial {o.username.replace('_', ' ').title()} Prueba")
+    title = factory.LazyAttribute(lambda o: "" if o.role == "landowner" else "Oficial de Pruebas")
 
     @classmethod
     def _create(cls, model_class: type, *args: Any, **kwargs: Any) -> Any:

@@ -12,13 +12,13 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from parcels.models import Parcel
+from parcels.officers import OfficerSignatureMissing, officer_signature
 from parcels.roles import COLLECTOR, HACIENDA, SUPERVISOR, has_role
 
 from .. import chain, documents
 from ..accounts import statement
 from ..errors import BillingError
 from ..models import DebtCertificate, OfficeClosure, SeizureCase, SeizureStep
-from ..pdf import render_seizure_notice
 from ..snapshots import CertificateSnapshot
 from .numbering import document_number
 
@@ -35,16 +35,27 @@ def office_closure_add(*, acting_user: Any, day: date, reason: str) -> OfficeClo
     return closure
 
 
+def _signature(user: Any) -> tuple[str, str]:
+    """The officer's full name and title, frozen in what is issued; without them nothing is
+    issued (the refusal names what is missing and who completes it)."""
+    try:
+        return officer_signature(user)
+    except OfficerSignatureMissing as exc:
+        raise BillingError(exc.messages[0]) from exc
+
+
 @transaction.atomic
 def certificate_issue(*, acting_user: Any, parcel: Parcel, as_of: date) -> DebtCertificate:
     """¶11: a debt certificate (*certificación de deuda*) as of a date: numbered, never changed;
-    a later certificate for the parcel supersedes the earlier one."""
+    a later certificate for the parcel supersedes the earlier one. Signed with the officer's full
+    name and title, frozen in its snapshot; refused without them."""
     if not has_role(acting_user, HACIENDA, COLLECTOR, SUPERVISOR):
         raise BillingError(_("El usuario no puede emitir certificaciones de deuda."))
+    officer_name, officer_title = _signature(acting_user)
     parcel = Parcel.objects.select_for_update().select_related("owner").get(pk=parcel.pk)
     previous = DebtCertificate.objects.filter(parcel=parcel, superseded_by__isnull=True).first()
     data = CertificateSnapshot(statement=statement(parcel=parcel, as_of=as_of), owner_name=parcel.owner.name,
-                               owner_key=parcel.owner.owner_key).to_json()
+                               owner_key=parcel.owner.owner_key, officer_name=officer_name, officer_title=officer_title).to_json()
     certificate = DebtCertificate.objects.create(
         number=document_number("certificate", "CD", timezone.localdate()), parcel=parcel, as_of=as_of, snapshot=data,
         supersedes=previous, issued_by=acting_user,
@@ -58,9 +69,12 @@ def certificate_issue(*, acting_user: Any, parcel: Parcel, as_of: date) -> DebtC
 def seizure_step_issue(*, acting_user: Any, parcel: Parcel, kind: str, on: date | None = None) -> SeizureStep:
     """¶14: the next step of the seizure (*embargo*) procedure of property taxes for an unpaid levy:
     notice of attachment (30-day term), certificate of attachment (after the term), auction notice.
-    Each step is numbered, dated, stored as a PDF and names who issued it; a paid debt stops it."""
+    Each step is numbered, dated, stored as a PDF with its verification code and QR, and signed
+    with the officer's full name and title (frozen in ``debt``; refused without them); a paid debt
+    stops it."""
     if not has_role(acting_user, HACIENDA):
         raise BillingError(_("Solo Hacienda lleva el procedimiento de embargo."))
+    officer_name, officer_title = _signature(acting_user)
     on = on or timezone.localdate()
     parcel = Parcel.objects.select_for_update().select_related("owner").get(pk=parcel.pk)
     case = SeizureCase.objects.filter(parcel=parcel, status=SeizureCase.Status.OPEN).first()
@@ -82,8 +96,9 @@ def seizure_step_issue(*, acting_user: Any, parcel: Parcel, kind: str, on: date 
             raise BillingError(_("El plazo de 30 días de la notificación vence el %(d)s.") % {"d": notice.term_ends.strftime("%d/%m/%Y")})
     term_ends = on + timedelta(days=30) if kind == SeizureStep.Kind.NOTICE else None
     number = document_number(f"seizure_{kind}", {"notice": "NE", "certificate": "CE", "auction": "AS"}[kind], on)
-    step = SeizureStep(case=case, kind=kind, number=number, issued_on=on, term_ends=term_ends, debt=debt.to_json(), issued_by=acting_user, pdf=b"")
-    step.pdf = render_seizure_notice(step=step, parcel=parcel)
+    step = SeizureStep(case=case, kind=kind, number=number, issued_on=on, term_ends=term_ends, issued_by=acting_user, pdf=b"",
+                       debt={**debt.to_json(), "officer_name": officer_name, "officer_title": officer_title})
+    step.verification_code, step.pdf = documents.seizure_notice_render(step, parcel=parcel)
     step.sha256 = hashlib.sha256(step.pdf).hexdigest()
     step.save()
     chain.link(chain.SEIZURE, step.pk)

@@ -163,6 +163,7 @@ def _receipt_issue(*, payment: Payment, office: Office, account: Account, applic
         parcel_id=parcel.parcel_id, owner_name=parcel.owner.name, owner_key=parcel.owner.owner_key,
         gravity_acres=parcel.gravity_acres, pumped_acres=parcel.pumped_acres, equivalent_acres=parcel.equivalent_acres,
         office_code=office.code, office_name=office.name, collector=payment.collector.get_username(), paid_on=payment.paid_on,
+        collector_name=" ".join(payment.collector.get_full_name().split()),
         amount=payment.amount.amount, method=payment.method, reference=payment.reference, applications=tuple(lines),
         credit_balance=account.state.credit_balance, total_due_after=account.state.total_due,
         total_balance_after=account.state.total_balance,

@@ -113,14 +113,15 @@ def test_receipt_pdf_is_one_page_with_every_required_line(district_1, staff):
     for expected in [
         "Gobierno de Puerto Rico", "Departamento de Hacienda", "Autoridad de Tierras", "Distrito de Regadío del Valle de Lajas",
         "Recibo contributivo", "LAJ-2026-2027-000001", "2026-2027", "Plazo 1", "primer semestre (julio)",
-        "Número de catastro P4", "Carmen Irizarry Vélez", "Acres por gravedad 75.5000", "Acres equivalentes (¶5) 75.5000",
-        "Contribución de operación y mantenimiento impuesta, año fiscal 2026-2027 (¶6, ¶9) $13,861.80",
-        "Contribución neta (¶9)", "$6,930.90", "$69.31", "½% × 2 meses sobre $6,930.90", "Cantidad pagada $7,000.21",
-        "15 de octubre de 2026", "Vence: 1 de julio de 2026", "Último día: 31 de agosto de 2026", "(¶13) $0.00",
-        "¶11: la contribución no pagada y sus recargos constituyen un gravamen", "¶12", "/verificar/",
+        "Número de catastro P4", "Carmen Irizarry Vélez", "Acres por gravedad 75.5000", "Acres equivalentes1 75.5000",  # ¹: the law (¶5) in a footnote
+        "Contribución de operación y mantenimiento impuesta, año fiscal 2026-2027 $13,861.80",
+        "Contribución neta, pagadera en dos plazos", "$6,930.90", "$69.31", "½% × 2 meses sobre $6,930.90", "Cantidad pagada $7,000.21",
+        "15 de octubre de 2026", "Vence: 1 de julio de 2026", "Último día: 31 de agosto de 2026", "Queda adeudado al 15 de octubre de 2026 $0.00",
+        "sus recargos son un gravamen sobre el predio", "(¶11).", "(¶12 de la ley)", "Recibido por Oficial Col Prueba", "/verificar/",
     ]:
         assert expected in text, expected
     assert "Crédito por derechos de agua cedidos" not in text  # P4 has no credit (¶9: "cuando así corresponda")
+    assert "(¶6, ¶9) $" not in text and "OWN-A" not in text  # the law in footnotes, no internal owner key
     # tagged PDF/UA with a title and a language
     reader = PdfReader(io.BytesIO(data))
     root = reader.trailer["/Root"]
@@ -136,8 +137,8 @@ def test_receipt_shows_the_credit_for_ceded_water_rights(district_2, staff):
     data = bytes(receipt.document.pdf)
     assert page_count(data) == 1
     text = flat(text_of(data))
-    assert "Contribución de operación y mantenimiento impuesta, año fiscal 2027-2028 (¶6, ¶9) $72,505.34" in text
-    assert "Crédito por derechos de agua cedidos: 25.00 % de la contribución (¶7, ¶9) -$18,126.34" in text
+    assert "Contribución de operación y mantenimiento impuesta, año fiscal 2027-2028 $72,505.34" in text
+    assert "Crédito por derechos de agua cedidos: 25.00 % de la contribución -$18,126.34" in text
     assert "$54,379.00" in text and "$27,189.50" in text and "Plazo 1, año fiscal 2027-2028" in text
     assert "Vence: 1 de julio de 2027" in text and "Último día: 30 de agosto de 2027" in text
 

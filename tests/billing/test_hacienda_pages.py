@@ -422,7 +422,7 @@ def test_a_second_batch_of_a_semester_is_refused_while_one_runs(client, district
     # Even for part of the semester (a cadastre prefix): its bills would be numbered a second time.
     again = client.post(reverse("collections:bill-batches"), {"fiscal_year": "2026-2027", "number": "1", "parcel_prefix": "P"})
     assert again.status_code == 200
-    assert ("Ya hay un proceso en curso para los avisos de 2026-2027, plazo 1: lo pidió hac el 01/07/2026 08:30 y va por "
+    assert ("Ya hay un proceso en curso para los avisos de 2026-2027, plazo 1: lo pidió Oficial Hac Prueba el 01/07/2026 08:30 y va por "
             "el 40 % (en proceso). Espere a que termine.") in again.content.decode()
     assert BillBatch.objects.count() == 1 and Job.objects.filter(kind="bill_batch").count() == 1
     other = client.post(reverse("collections:bill-batches"), {"fiscal_year": "2026-2027", "number": "2"})

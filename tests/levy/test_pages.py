@@ -564,7 +564,7 @@ def test_a_second_compute_of_the_year_is_refused_while_one_runs(client, users, e
     second = client.post(url("compute", year=YEAR), follow=True)
     assert second.redirect_chain[0][0] == url("compute-progress", year=YEAR, pk=job.pk)  # the running one's page
     page = second.content.decode()
-    assert ("Ya hay un proceso en curso para el cálculo del padrón de 2026-2027: lo pidió u_hacienda el 20/06/2026 09:05 "
+    assert ("Ya hay un proceso en curso para el cálculo del padrón de 2026-2027: lo pidió Oficial U Hacienda Prueba el 20/06/2026 09:05 "
             "y va por el 63 % (en proceso). Espere a que termine.") in page
     assert "Calculando… 126 de 200 líneas del padrón" in page and 'value="63"' in page
     assert Job.objects.count() == 1

@@ -10,11 +10,19 @@ from django.utils import translation
 
 from parcels.models import StaffProfile
 from parcels.officers import OfficerSignatureMissing, officer_signature
+from parcels.roles import ROLES
 from parcels.services import staff_profile_set, user_create
 from tests.conftest import PASSWORD
 from tests.otp import app_device
 
 User = get_user_model()
+
+
+@pytest.fixture
+def users(make_user, owner_a):
+    """One user per role, none with a name or a title yet (the factory gives staff both; these
+    tests give them one by one)."""
+    return {role: make_user(f"u_{role}", role, owner_a if role == "landowner" else None, full_name="", title="") for role in ROLES}
 
 
 @pytest.fixture(autouse=True)

@@ -3,6 +3,7 @@ from datetime import date
 from decimal import Decimal
 
 import pytest
+from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.core.management import CommandError, call_command
 from django.db import IntegrityError, connection, transaction
@@ -137,6 +138,14 @@ def test_seed_demo_builds_a_district_with_a_finalized_levy_and_payments(capsys, 
     assert Levy.objects.get(fiscal_year__label="2026-2027").status == "final"
     assert Payment.objects.filter(parcel__parcel_id="LAJ-000001").exists()
     assert not Payment.objects.filter(parcel__parcel_id="LAJ-000002").exists()
+    # the demo staff sign with a name and a title; the demo receipts say who received them by name
+    from parcels.officers import officer_signature
+
+    staff = get_user_model().objects
+    assert officer_signature(staff.get(username="hacienda")) == ("Gladys Montalvo Seda", "Directora de Recaudaciones")
+    assert officer_signature(staff.get(username="colector")) == ("Ana Rivera Soto", "Colectora de Rentas Internas")
+    assert officer_signature(staff.get(username="auditor")) == ("Noemí Cintrón Padilla", "Auditora Interna")
+    assert Payment.objects.first().receipt.snapshot["collector_name"] == "Ana Rivera Soto"
     # `make run` shows which step of the demo it is at, and the address the receipts link to.
     steps = [line for line in out.splitlines() if line.startswith("demo ")]
     assert [line.split(":")[0] for line in steps] == ["demo 1 of 4", "demo 2 of 4", "demo 3 of 4", "demo 4 of 4"]

@@ -30,7 +30,7 @@ from django.utils import timezone
 
 from billing import accounts
 from billing.services import bills, collection, counter, water
-from parcels.roles import ROLES
+from parcels.roles import ROLES, STAFF_ROLES
 from tests.otp import verify_session
 
 PASSWORD = "Correct-Horse-Battery-9"
@@ -123,8 +123,10 @@ def _build() -> World:
 
     users: dict[str, Any] = {}
     for role in ROLES:
+        staff = role in STAFF_ROLES  # staff sign certificates and notices with a name and a title
         users[role] = user_create(username=f"sec_{role}", role=role, password=PASSWORD,
-                                  owner=owners["A"] if role == "landowner" else None)
+                                  owner=owners["A"] if role == "landowner" else None,
+                                  full_name=f"Oficial {role.title()} Seguridad" if staff else "", title="Oficial de Pruebas" if staff else "")
     users["landowner_b"] = user_create(username="sec_landowner_b", role="landowner", password=PASSWORD, owner=owners["B"])
     users["landowner_x"] = user_create(username="sec_landowner_x", role="landowner", password=PASSWORD, owner=owners["X"])
     users[NOROLE] = get_user_model().objects.create_user(username="sec_norole", password=PASSWORD)

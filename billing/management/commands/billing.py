@@ -179,7 +179,7 @@ class Command(BaseCommand):
     def do_receipt(self, options: dict) -> None:
         receipt = documents.receipt_by_number(options["number"])
         document = documents.receipt_document(receipt)
-        data = documents.document_copy(document) if options["copy"] else documents.document_pdf(document)
+        data = documents.document_download(document, copy=options["copy"])  # ANULADO when its payment was voided
         self.write_pdf(options["out"], data, f"receipt {document.number}" + (" (COPIA)" if options["copy"] else ""))
 
     def do_bill(self, options: dict) -> None:

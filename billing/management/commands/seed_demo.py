@@ -17,7 +17,7 @@ from parcels.demo import demo_csv
 from parcels.models import Owner, Parcel
 from parcels.roles import STAFF_ROLES
 from parcels.second_factor import demo_totp_device_set, totp_secret
-from parcels.services import parcels_import, user_create
+from parcels.services import parcels_import, staff_profile_set, user_create
 
 DEMO_USERS = [
     ("autoridad", "authority"),
@@ -28,6 +28,15 @@ DEMO_USERS = [
     ("auditor", "auditor"),
     ("terrateniente", "landowner"),
 ]
+# What the demo staff sign certificates, notices and receipts with (``parcels.officers``).
+DEMO_SIGNATURES = {
+    "autoridad": ("Ramón Acosta Lugo", "Director del Registro de Predios"),
+    "hacienda": ("Gladys Montalvo Seda", "Directora de Recaudaciones"),
+    "hacienda2": ("Héctor Nazario Bonilla", "Subdirector de Recaudaciones"),
+    "colector": ("Ana Rivera Soto", "Colectora de Rentas Internas"),
+    "supervisor": ("Edwin Figueroa Ramos", "Supervisor de Colecturía"),
+    "auditor": ("Noemí Cintrón Padilla", "Auditora Interna"),
+}
 
 
 STEPS = 4
@@ -68,9 +77,13 @@ class Command(BaseCommand):
         for username, role in DEMO_USERS:
             password = f"Lajas-2026-{role}"
             user = get_user_model().objects.filter(username=username).first()
+            full_name, title = DEMO_SIGNATURES.get(username, ("", ""))
             if user is None:
                 user = user_create(username=username, role=role, password=password,
-                                   owner=owner if role == "landowner" else None, email=f"{username}@example.pr")
+                                   owner=owner if role == "landowner" else None, email=f"{username}@example.pr",
+                                   full_name=full_name, title=title)
+            elif title and not getattr(getattr(user, "staff_profile", None), "title", ""):
+                staff_profile_set(acting_user=None, user=user, full_name=full_name, title=title)  # a demo seeded before names
             secret = "(password only)"
             if role in STAFF_ROLES:
                 secret = totp_secret(demo_totp_device_set(user=user)).replace(" ", "")
