@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('billing', '0017_chain_existing_records'),
+        ("billing", "0018_office_bill_details"),
     ]
 
     operations = [
