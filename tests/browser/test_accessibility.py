@@ -103,8 +103,8 @@ def test_the_worksheet_credits_warning_and_the_water_land_field_pass_axe(visit):
         parcel_create(acting_user=None, parcel_id=parcel_id, owner=owner, area_unit="acre", gravity_area=Decimal(gravity),
                       pumped_area=Decimal(pumped), inclusion=inclusion, water_since=date(2025, 9, 15) if parcel_id == "M1" else date(2000, 1, 1),
                       credit_percent=Decimal("0"))
-    for username, role in (("u_authority", "authority"), ("u_hac_a", "hacienda")):
-        user_create(username=username, role=role, password=PASSWORD)
+    for username, role, name in (("u_authority", "authority", "Ramón Acosta Lugo"), ("u_hac_a", "hacienda", "Gladys Montalvo Seda")):
+        user_create(username=username, role=role, password=PASSWORD, full_name=name, title="Oficial de Pruebas")
     users = {u.username: u for u in get_user_model().objects.all()}
     estimate_enter(acting_user=users["u_authority"], fiscal_year="2026-2027", om_estimate=Decimal("100000.00"), reserve=Decimal("1500.00"),
                    misc_income=Decimal("7500.00"), surplus=Decimal("4000.00"), certified_credits=Decimal("50000.00"))

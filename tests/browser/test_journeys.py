@@ -120,8 +120,8 @@ def _finalized_district() -> None:
     from levy.services import levy_compute
 
     _registry_and_certified_estimates()
-    user_create(username="u_hac_a", role="hacienda", password=PASSWORD)
-    user_create(username="u_hac_b", role="hacienda", password=PASSWORD)
+    user_create(username="u_hac_a", role="hacienda", password=PASSWORD, full_name="Gladys Montalvo Seda", title="Directora de Recaudaciones")
+    user_create(username="u_hac_b", role="hacienda", password=PASSWORD, full_name="Héctor Nazario Bonilla", title="Subdirector de Recaudaciones")
     users_by_name = {u.username: u for u in get_user_model().objects.all()}
     levy_compute(acting_user=users_by_name["u_hac_a"], fiscal_year="2026-2027")
     roll_finalize(acting_user=users_by_name["u_hac_b"], fiscal_year="2026-2027", today=date(2026, 6, 30))
