@@ -10,10 +10,12 @@ import pytest
 
 from levy.models import Estimate, Levy
 from parcels import review
-from tests.levy.test_pages import EXAMPLE_1_ESTIMATES, YEAR, draft_1, url  # noqa: F401  (draft_1: a fixture)
+from tests.levy import test_pages
+from tests.levy.test_pages import EXAMPLE_1_ESTIMATES, YEAR, url
 from tests.review import fingerprint_in
 
 FORGED = "0" * 64
+draft_1 = test_pages.draft_1  # the fixture: worked example 1 computed, not final
 
 
 @pytest.mark.django_db

@@ -107,7 +107,6 @@ def counter_payment(w: World) -> dict[str, Any]:
 def current_estimate_pk(w: World) -> dict[str, Any]:
     from levy.models import FiscalYear
     from levy.services import current_estimate
-
     from levy.views import certify_fingerprint
 
     estimate = current_estimate(FiscalYear.objects.get(label=OPEN_YEAR))
