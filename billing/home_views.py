@@ -4,6 +4,8 @@ the accounts, so it lives in billing, at the top of parcels → levy → billing
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
@@ -33,6 +35,16 @@ def _landowner_rows(parcels: list[Parcel]) -> list[dict]:
     return rows
 
 
+def _landowner_totals(rows: list[dict]) -> dict:
+    """¶13: what the landowner owes today across all his parcels, and the earliest last day to pay
+    among their next payments (¶12): past means late."""
+    total = sum((row["owed_now"] for row in rows), Decimal("0.00"))
+    last_days = [row["next"].last_day for row in rows if row["next"] is not None]
+    earliest = min(last_days) if last_days else None
+    return {"total_owed": total, "earliest_last_day": earliest,
+            "earliest_late": earliest is not None and earliest < timezone.localdate()}
+
+
 @login_required
 def home(request: HttpRequest) -> HttpResponse:
     if has_role(request.user, *STAFF_ROLES):
@@ -48,8 +60,9 @@ def home(request: HttpRequest) -> HttpResponse:
             .order_by("-issued_at")[:20] if account else []
         )
         params = delinquency_parameters(timezone.localdate())
+        rows = _landowner_rows(list(parcels))
         return render(request, "parcels/home_landowner.html", {
-            "rows": _landowner_rows(list(parcels)), "receipts": receipts, "grace_days": params.grace_days,
+            "rows": rows, **_landowner_totals(rows), "receipts": receipts, "grace_days": params.grace_days,
             "rate": rate_label(params.surcharge_rate),
         })
     return render(request, "parcels/home_norole.html", status=403)

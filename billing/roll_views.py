@@ -4,20 +4,29 @@ above levy (``billing.roll_urls`` joins them to levy's URLs under the ``levy`` n
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from datetime import date
+from decimal import Decimal
+from typing import Any
+
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
+from django.db.models import Count, Q, Sum
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.utils import formats
+from django.utils import formats, timezone
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
 from levy import rules
 from levy.forms import CorrectionForm
-from levy.models import FiscalYear, RollCorrection, RollLine
-from levy.services import LevyError, final_levy
+from levy.models import FiscalYear, LegalParameterSet, Levy, RollCorrection, RollLine
+from levy.services import LevyError, draft_levy, final_levy
+from parcels import review
 from parcels.roles import AUDITOR, HACIENDA, has_role, role_required
 
+from . import rules as billing_rules
+from .accounts import due_and_last_day
 from .services import corrections as correction_services
 from .services import installments as installment_services
 
@@ -35,13 +44,82 @@ def _year_or_404(year: str) -> FiscalYear:
     return get_object_or_404(FiscalYear, label=_label(year))
 
 
+FINALIZE_ACT = "levy.finalize"
+
+
+@dataclass(frozen=True)
+class HalfPreview:
+    number: int
+    count: int
+    total: Decimal
+    due: date
+    last_day: date
+
+
+@dataclass(frozen=True)
+class FinalizePreview:
+    """¶11, ¶12: what finalizing the draft roll today records and issues."""
+
+    levy_pk: int
+    label: str
+    total_levy: Decimal
+    lines: int
+    halves: tuple[HalfPreview, ...]
+    on: date
+    deadline: date
+    late: bool
+
+    @property
+    def installments(self) -> int:
+        return sum(half.count for half in self.halves)
+
+    def figures(self) -> tuple[Any, ...]:
+        return (self.levy_pk, self.label, self.total_levy, self.lines, self.on, self.late,
+                *((h.number, h.count, h.total, h.due, h.last_day) for h in self.halves))
+
+
+def finalize_preview(levy: Levy, *, on: date) -> FinalizePreview:
+    """¶11, ¶12: the figures of ``installment_services.installments_issue`` for a finalization on
+    ``on``, read before it happens (the same due-date rule and the same lines)."""
+    params = LegalParameterSet.in_force(on)
+    finalized_on = on if params.late_roll_due_on_finalization else None
+    lines = RollLine.objects.filter(levy=levy, levied=True)
+    sums = lines.aggregate(
+        n=Count("pk"), first_n=Count("pk", filter=Q(first_installment__gt=0)), second_n=Count("pk", filter=Q(second_installment__gt=0)),
+        first=Sum("first_installment", filter=Q(first_installment__gt=0)),
+        second=Sum("second_installment", filter=Q(second_installment__gt=0)),
+    )
+    halves = []
+    for number, count, total in ((1, sums["first_n"], sums["first"]), (2, sums["second_n"], sums["second"])):
+        due = billing_rules.installment_due_date(fiscal_year_start=levy.fiscal_year.start, number=number, finalized_on=finalized_on)
+        due, last_day = due_and_last_day(due=due)
+        halves.append(HalfPreview(number=number, count=count, total=getattr(total, "amount", total) or Decimal("0.00"),
+                                  due=due, last_day=last_day))
+    deadline = levy.fiscal_year.roll_deadline
+    return FinalizePreview(levy_pk=levy.pk, label=levy.fiscal_year.label, total_levy=getattr(levy.total_levy, "amount", levy.total_levy),
+                           lines=sums["n"], halves=tuple(halves), on=on, deadline=deadline, late=on > deadline)
+
+
+def finalize_fingerprint(preview: FinalizePreview) -> str:
+    return review.fingerprint(FINALIZE_ACT, preview.figures())
+
+
 @require_POST
 @role_required(HACIENDA)
 def finalize(request: HttpRequest, year: str) -> HttpResponse:
+    """¶11: a POST without the review page's fingerprint shows the review page (nothing is
+    finalized); the review page's POST finalizes only if its figures are still the current ones."""
     label = _label(year)
-    if request.POST.get("confirm") != "yes":
-        messages.error(request, _("Marque la casilla de confirmación: un padrón finalizado no se puede cambiar (¶11)."))
-        return redirect("levy:worksheet", year=label)
+    fiscal_year = _year_or_404(label)
+    levy = draft_levy(fiscal_year) if final_levy(fiscal_year) is None else None
+    if levy is not None:
+        preview = finalize_preview(levy, on=timezone.localdate())
+        changed = review.was_sent(request.POST) and not review.reviewed(request.POST, FINALIZE_ACT, preview.figures())
+        if changed or not review.was_sent(request.POST):
+            return render(request, "levy/finalize_review.html", {
+                "label": label, "p": preview, "fingerprint": finalize_fingerprint(preview), "changed": changed,
+                "review_field": review.FIELD,
+            }, status=409 if changed else 200)
     try:
         levy = installment_services.roll_finalize(acting_user=request.user, fiscal_year=label)
     except LevyError as exc:

@@ -21,6 +21,7 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
+from parcels import review
 from parcels.access import get_parcel_for_user
 from parcels.models import Parcel
 from parcels.roles import COLLECTOR, HACIENDA, LANDOWNER, SUPERVISOR, has_role, role_required
@@ -193,14 +194,36 @@ def receipt(request: HttpRequest, pk: int) -> HttpResponse:
     return _render_receipt(request, get_receipt_for_user(request.user, pk))
 
 
+VOID_ACT = "billing.void"
+
+
+def void_figures(*, payment: Payment, reason: str, on: date) -> tuple[Any, ...]:
+    """What voiding records, as its review page shows it (the confirmation carries its fingerprint)."""
+    return (payment.pk, payment.receipt.display_number, payment.amount, payment.method, payment.paid_on, on, reason.strip())
+
+
 @require_POST
 @role_required(SUPERVISOR)
 def void(request: HttpRequest, pk: int) -> HttpResponse:
-    payment = get_object_or_404(Payment.objects.select_related("receipt"), pk=pk)
+    """The receipt's form leads to a review page (receipt, amount, date, reason, and the dated
+    reversal it will record); the payment is voided only from that page's POST."""
+    payment = get_object_or_404(Payment.objects.select_related("receipt", "parcel", "office"), pk=pk)
     form = VoidForm(request.POST)
     if form.is_valid():
+        reason = form.cleaned_data["reason"].strip()
+        on = timezone.localdate()
+        if not hasattr(payment, "void"):
+            figures = void_figures(payment=payment, reason=reason, on=on)
+            sent = review.was_sent(request.POST)
+            changed = sent and not review.reviewed(request.POST, VOID_ACT, figures)
+            if changed or not sent:
+                return render(request, "billing/void_review.html", {
+                    "payment": payment, "receipt": payment.receipt, "reason": reason, "on": on, "changed": changed,
+                    "day_closed": DayClose.objects.filter(office_id=payment.office_id, day=payment.paid_on).exists(),
+                    "fingerprint": review.fingerprint(VOID_ACT, figures), "review_field": review.FIELD,
+                }, status=409 if changed else 200)
         try:
-            counter_services.payment_void(acting_user=request.user, payment=payment, reason=form.cleaned_data["reason"])
+            counter_services.payment_void(acting_user=request.user, payment=payment, reason=reason)
         except BillingError as exc:
             form.add_error(None, str(exc))
         else:
@@ -276,32 +299,75 @@ def day_report(request: HttpRequest) -> HttpResponse:
     })
 
 
+DAY_CLOSE_ACT = "billing.day-close"
+
+
+def day_close_figures(*, report: Any, counted_cash: Decimal, counted_checks: Decimal, explanation: str) -> tuple[Any, ...]:
+    """What closing the day records, as its review page shows it (the confirmation carries its fingerprint)."""
+    return (report.office.code, report.day, report.count, report.total, report.voided_count, report.voided_total,
+            report.expected(Payment.Method.CASH), counted_cash, report.expected(Payment.Method.CHECK), counted_checks,
+            _newlines(explanation.strip()))
+
+
+def _newlines(text: str) -> str:
+    """A textarea's CRLF and a hidden field's LF are the same explanation."""
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
 @require_POST
 @role_required(SUPERVISOR)
 def day_close(request: HttpRequest) -> HttpResponse:
-    """A supervisor closes the office's day with the counted cash and checks (one service)."""
+    """A supervisor closes the office's day with the counted cash and checks (one service). The
+    day report's form leads to a review page (counted against expected, the over/short and its
+    explanation); the day is closed only from that page's POST with the figures still current.
+    A close the service refuses anyway (already closed, an over/short with no explanation) skips
+    the review and shows the refusal."""
     form = DayCloseForm(request.POST)
-    if form.is_valid():
-        office, error = _office_or_error(request.user, form.cleaned_data["office"])
-        if office is None:
-            messages.error(request, error)
-        else:
-            try:
-                counter_services.day_close(acting_user=request.user, office=office, day=form.cleaned_data["day"],
-                                           counted_cash=form.cleaned_data["counted_cash"], counted_checks=form.cleaned_data["counted_checks"],
-                                           explanation=form.cleaned_data["explanation"])
-            except BillingError as exc:
-                messages.error(request, str(exc))
-            else:
-                messages.success(request, _("Día cerrado."))
-    else:
+    if not form.is_valid():
         messages.error(request, _("Revise el día y las cantidades contadas."))
-    # Back to the report of that day with those counts: only the report's own fields, never the
-    # CSRF token (a token in a URL ends up in histories, logs and Referer headers).
+        return _back_to_day_report(request, form)
+    data = form.cleaned_data
+    office, error = _office_or_error(request.user, data["office"])
+    if office is None:
+        messages.error(request, error)
+        return _back_to_day_report(request, form)
+    report = selectors.day_report(office=office, day=data["day"])
+    rows = selectors.day_over_short(report=report, counted_cash=data["counted_cash"], counted_checks=data["counted_checks"])
+    explanation = data["explanation"].strip()
+    off = any(row.difference for row in rows)
+    closed = DayClose.objects.filter(office=office, day=data["day"]).exists()
+    if not closed and not (off and not explanation):
+        figures = day_close_figures(report=report, counted_cash=data["counted_cash"], counted_checks=data["counted_checks"],
+                                    explanation=explanation)
+        sent = review.was_sent(request.POST)
+        changed = sent and not review.reviewed(request.POST, DAY_CLOSE_ACT, figures)
+        if changed or not sent:
+            return render(request, "billing/day_close_review.html", {
+                "report": report, "rows": rows, "off": off, "explanation": explanation, "data": data, "changed": changed,
+                "fingerprint": review.fingerprint(DAY_CLOSE_ACT, figures), "review_field": review.FIELD,
+                "back": _day_report_url(request, form),
+            }, status=409 if changed else 200)
+    try:
+        counter_services.day_close(acting_user=request.user, office=office, day=data["day"], counted_cash=data["counted_cash"],
+                                   counted_checks=data["counted_checks"], explanation=explanation)
+    except BillingError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, _("Día cerrado."))
+    return _back_to_day_report(request, form)
+
+
+def _day_report_url(request: HttpRequest, form: DayCloseForm) -> str:
+    """The report of that day with those counts: only the report's own fields, never the CSRF
+    token (a token in a URL ends up in histories, logs and Referer headers)."""
     kept = {name: request.POST[name] for name in DAY_REPORT_FIELDS if request.POST.get(name)}
     if form.is_valid():  # the date box shows d/m/Y like the page (its hint says dd/mm/aaaa)
         kept["day"] = form.cleaned_data["day"].strftime("%d/%m/%Y")
-    return redirect(f"{reverse('billing:day-report')}?{urlencode(kept)}")
+    return f"{reverse('billing:day-report')}?{urlencode(kept)}"
+
+
+def _back_to_day_report(request: HttpRequest, form: DayCloseForm) -> HttpResponse:
+    return redirect(_day_report_url(request, form))
 
 
 DAY_REPORT_FIELDS = ("day", "office", "counted_cash", "counted_checks")

@@ -20,6 +20,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_POST
 
+from parcels import review
 from parcels.jobs import job_active
 from parcels.models import Job
 from parcels.roles import AUDITOR, AUTHORITY, HACIENDA, STAFF_ROLES, has_role, role_required
@@ -197,15 +198,61 @@ def estimates(request: HttpRequest, year: str) -> HttpResponse:
     })
 
 
+CERTIFY_ACT = "levy.estimate-certify"
+
+
+def _amount_of(value: Any) -> Decimal | None:
+    if value is None:
+        return None
+    return getattr(value, "amount", value)
+
+
+def certify_figures(estimate: Estimate) -> tuple[Any, ...]:
+    """¶1(1), ¶1(2), ¶1(3), ¶2, ¶3: what the certification records, as the review page shows it
+    (its fingerprint is what the confirmation must carry)."""
+    return (estimate.pk, estimate.fiscal_year.label, _amount_of(estimate.om_estimate), _amount_of(estimate.reserve),
+            _amount_of(estimate.certified_credits), _amount_of(estimate.deficit), _amount_of(estimate.surplus),
+            _amount_of(estimate.misc_income))
+
+
+def certify_fingerprint(estimate: Estimate) -> str:
+    return review.fingerprint(CERTIFY_ACT, certify_figures(estimate))
+
+
+def _certify_review(request: HttpRequest, label: str, current: Estimate, *, changed: bool = False) -> HttpResponse:
+    """The review page: every figure, the ¶ it rests on, and that certifying cannot be undone."""
+    start = rules.fiscal_year_start(label)
+    params = selectors.parameter_set_in_force(start)
+    om = _amount_of(current.om_estimate)
+    reserve = _amount_of(current.reserve)
+    cap = rate = None
+    if params is not None:
+        rate = params.reserve_cap_rate * 100
+        cap = rules.reserve_cap(om_estimate=om, params=params.as_rules())
+    share = (reserve * 100 / om).quantize(Decimal("0.01")) if om else None
+    return render(request, "levy/estimate_certify_review.html", {
+        "label": label, "e": current, "cap": cap, "cap_rate": rate, "reserve_share": share,
+        "within_cap": cap is None or reserve <= cap, "fingerprint": certify_fingerprint(current),
+        "changed": changed, "review_field": review.FIELD,
+    }, status=409 if changed else 200)
+
+
 @require_POST
 @role_required(AUTHORITY)
 def estimate_certify(request: HttpRequest, year: str) -> HttpResponse:
+    """¶1(1), ¶3: a POST without the review page's fingerprint shows the review page (nothing is
+    certified); the review page's POST certifies only if its figures are still the current ones."""
     label = _label(year)
     fiscal_year = FiscalYear.objects.filter(label=label).first()
     current = services.current_estimate(fiscal_year) if fiscal_year else None
     if current is not None and request.POST.get("estimate") != str(current.pk):
         messages.error(request, _("Los estimados cambiaron mientras los revisaba: revíselos de nuevo antes de certificar."))
         return redirect("levy:estimates", year=label)
+    if current is not None and current.status == Estimate.Status.ENTERED:
+        if not review.was_sent(request.POST):
+            return _certify_review(request, label, current)
+        if not review.reviewed(request.POST, CERTIFY_ACT, certify_figures(current)):
+            return _certify_review(request, label, current, changed=True)
     try:
         estimate = services.estimate_certify(acting_user=request.user, fiscal_year=label)
     except services.LevyError as exc:

@@ -23,6 +23,7 @@ from billing.models import DayClose, Office, Payment, Receipt
 from billing.services import counter
 from tests.billing import test_pages
 from tests.billing.test_pages import TODAY, counter_post, messages_of, pay, text, url
+from tests.review import post_reviewed
 
 # The fixtures of the counter's page tests: example 1 with P5 of owner B, on a pinned 2026-10-15.
 district_1 = test_pages.district_1
@@ -255,7 +256,7 @@ def test_a_day_over_or_short_is_closed_only_with_an_explanation_shown_on_the_rep
     assert not DayClose.objects.exists()
     refused = client.get(response.url)
     assert any("escriba qué pasó con el sobrante o faltante" in m for m in messages_of(refused))
-    response = client.post(url("day-close"), {"office": "LAJ", "day": TODAY.isoformat(), "counted_cash": "330.50",
+    response = post_reviewed(client, url("day-close"), {"office": "LAJ", "day": TODAY.isoformat(), "counted_cash": "330.50",
                                               "counted_checks": "1000.00",
                                               "explanation": "Se dio $20.00 de más de cambio a las 11:40; el colector lo repone.",
                                               "csrfmiddlewaretoken": "not-for-the-url"})
@@ -289,8 +290,8 @@ def test_no_redirect_or_link_of_billing_carries_the_csrf_token(client, district_
     pay(users, district_1["P3"], "9200.00")  # a credit to refund
     client.force_login(users["supervisor"])
     redirects = [
-        client.post(url("void", receipt.payment.pk), {"reason": "Cheque devuelto", **token}),  # before the day is closed
-        client.post(url("day-close"), {"office": "LAJ", "day": TODAY.isoformat(), "counted_cash": "0", "counted_checks": "0",
+        post_reviewed(client, url("void", receipt.payment.pk), {"reason": "Cheque devuelto", **token}),  # before the day is closed
+        post_reviewed(client, url("day-close"), {"office": "LAJ", "day": TODAY.isoformat(), "counted_cash": "0", "counted_checks": "0",
                                        "explanation": "Prueba", **token}),
         client.post(url("day-close"), {"day": "mal", **token}),
         client.post(url("refund", district_1["P3"].pk), {"amount": "20.00", "reason": "Pagó de más", **token}),

@@ -19,6 +19,7 @@ from levy.services import estimate_certify, estimate_enter, levy_compute
 from parcels.models import Parcel
 from parcels.roles import ROLES
 from tests.conftest import EXAMPLE_1
+from tests.review import post_reviewed
 
 YEAR = "2026-2027"
 TODAY = date(2026, 10, 15)  # the July half of 2026-2027 is two periods late (D = 2026-09-01)
@@ -337,7 +338,7 @@ def test_a_supervisor_voids_a_payment_and_the_receipt_says_so(client, district_1
     client.force_login(users["supervisor"])
     page = client.get(url("receipt", receipt.pk))
     assert url("void", receipt.payment_id) in text(page)
-    response = client.post(url("void", receipt.payment_id), {"reason": "Cheque devuelto por el banco"})
+    response = post_reviewed(client, url("void", receipt.payment_id), {"reason": "Cheque devuelto por el banco"})
     assert response.status_code == 302 and response.url == url("receipt", receipt.pk)
     page = client.get(response.url)
     body = text(page)

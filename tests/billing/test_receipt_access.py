@@ -11,6 +11,7 @@ from billing.services import bills, collection, counter
 from parcels.models import AccessEvent, Parcel
 from parcels.services import parcel_transfer
 from tests.clock import move_clock_to
+from tests.review import post_reviewed
 
 
 @pytest.mark.django_db
@@ -49,7 +50,7 @@ def test_supervisor_closes_the_day_and_refunds_credit_from_the_pages(client, dis
     response = client.post(reverse("billing:day-close"), short)  # $10.00 short and no word about it: refused
     assert response.status_code == 302 and not DayClose.objects.exists()
     assert "escriba qué pasó con el sobrante o faltante" in client.get(response.url).content.decode()
-    response = client.post(reverse("billing:day-close"), {**short, "explanation": "Billete de $10 roto, devuelto al banco"})
+    response = post_reviewed(client, reverse("billing:day-close"), {**short, "explanation": "Billete de $10 roto, devuelto al banco"})
     assert response.status_code == 302
     close = DayClose.objects.get()
     assert (close.expected_cash.amount, close.counted_cash.amount) == (paid, paid - 10)

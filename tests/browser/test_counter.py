@@ -157,9 +157,9 @@ def test_the_session_warning_appears_two_minutes_before_and_keeps_the_session(vi
 
 
 CLOSE = {
-    "es": {"close": "Cerrar el día con estas cantidades", "refused": "escriba qué pasó con el sobrante o faltante",
+    "es": {"review": "Revisar y cerrar el día…", "close": "Cerrar el día con estas cantidades", "refused": "escriba qué pasó con el sobrante o faltante",
            "closed": "Día cerrado.", "label": "Explicación del sobrante o faltante"},
-    "en": {"close": "Close the day with these amounts", "refused": "write what happened to the overage or shortage",
+    "en": {"review": "Review and close the day…", "close": "Close the day with these amounts", "refused": "write what happened to the overage or shortage",
            "closed": "Day closed.", "label": "Explanation of the overage or shortage"},
 }
 
@@ -184,12 +184,16 @@ def test_a_day_twenty_dollars_short_is_closed_only_with_an_explanation(visit, mo
     page = visit.page
     visit.go("/colecturia/cuadre/?counted_cash=4,615.90&counted_checks=0")
     assert page.get_by_label(words["label"]).is_visible()
-    page.get_by_role("button", name=words["close"]).click()
+    page.get_by_role("button", name=words["review"]).click()
     page.wait_for_load_state()
     visit.check()
     assert words["refused"] in page.inner_text("main")
     assert "csrfmiddlewaretoken" not in page.url
     page.get_by_label(words["label"]).fill("Se dieron $20.00 de más de cambio a las 11:40; el colector los repone.")
+    page.get_by_role("button", name=words["review"]).click()
+    page.wait_for_load_state()
+    visit.check()  # the review page: counted against expected and the explanation, before anything is closed
+    assert "Se dieron $20.00 de más de cambio a las 11:40" in page.inner_text("main")
     page.get_by_role("button", name=words["close"]).click()
     page.wait_for_load_state()
     visit.check()

@@ -66,7 +66,11 @@ def test_authority_imports_parcels_and_certifies_estimates(visit, tmp_path):
     visit.page.get_by_role("button", name="Guardar sin certificar").click()
     visit.page.wait_for_load_state()
     visit.check()
-    visit.page.get_by_role("button", name="Certificar al Secretario de Hacienda").click()
+    visit.page.get_by_role("button", name="Revisar y certificar…").click()
+    visit.page.wait_for_load_state()
+    visit.check()
+    assert "Esto no se puede deshacer." in visit.page.inner_text("main")  # the review page (parcels.review)
+    visit.page.get_by_role("button", name="Certificar estas cifras al Secretario de Hacienda").click()
     visit.page.wait_for_load_state()
     visit.check()
     assert "Certificado" in visit.page.inner_text("main") or "certificad" in visit.page.inner_text("main")
@@ -101,15 +105,18 @@ def test_hacienda_computes_reads_the_worksheet_and_finalizes(visit):
     text = visit.page.inner_text("main")
     assert "$91,800.00" in text and "183.600000" in text
     assert visit.page.locator("svg[role=img]").count() >= 1
-    visit.page.check("input[name=confirm]")
-    visit.page.get_by_role("button", name="Finalizar el padrón").click()
+    visit.page.get_by_role("button", name="Revisar y finalizar…").click()
+    visit.page.wait_for_load_state()
+    visit.check()
+    assert Levy.objects.get().status == "draft"  # the review page first
+    visit.page.get_by_role("button", name="Finalizar el padrón y emitir los plazos").click()
     visit.page.wait_for_load_state()
     visit.check()
     assert Levy.objects.get().status == "final"
     assert Charge.objects.filter(kind="installment").count() == 10
     # a second finalize is impossible: the button is gone and the service refuses
     visit.go("/contribucion/2026-2027/hoja/")
-    assert visit.page.get_by_role("button", name="Finalizar el padrón").count() == 0
+    assert visit.page.get_by_role("button", name="Revisar y finalizar…").count() == 0
 
 
 def _finalized_district() -> None:

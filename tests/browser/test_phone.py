@@ -124,9 +124,13 @@ def test_landowner_pages_fit_a_phone_and_say_first_what_is_owed(visit, district,
     _open(visit, language, "carmen")
 
     _look(visit, "/", "home", language)
-    _summary_box_first(visit, "$8,766.80")  # P1, the first parcel
+    _summary_box_first(visit, "$31,946.30")  # the total of both parcels: 8,766.80 + 23,179.50
     box = visit.page.inner_text("main .summary-box")
-    assert "$23,179.50" in box  # P2
+    assert "$8,766.80" in box and "$23,179.50" in box  # P1, P2
+    total = "You owe today for your 2 parcels" if english else "Usted debe hoy por sus 2 predios"
+    earliest = ("The earliest last day to pay has passed: it was 31/08/2026." if english
+                else "El primer último día para pagar ya pasó: fue el 31/08/2026.")
+    assert total in box and earliest in box, box
     late = "last day to pay was 31/08/2026" if english else "el último día para pagar fue el 31/08/2026"
     assert box.count(late) == 2, box
     home_cells = _stacked_cells(visit, "main table.table-stack")
@@ -138,6 +142,9 @@ def test_landowner_pages_fit_a_phone_and_say_first_what_is_owed(visit, district,
     visit.page.get_by_role("link", name=f"{'Receipt' if english else 'Recibo'} LAJ-2026-2027-000001").is_visible()
 
     _look(visit, f"/predios/{p1.pk}/", "parcel", language)
+    _summary_box_first(visit, "$8,766.80")  # what P1 owes today, before the parcel's particulars
+    late = "last day to pay was 31/08/2026" if english else "el último día para pagar fue el 31/08/2026"
+    assert late in visit.page.inner_text("main .summary-box")
 
     _look(visit, f"/colecturia/predio/{p1.pk}/estado/", "statement", language)
     _summary_box_first(visit, "$8,766.80")
@@ -179,10 +186,12 @@ def test_within_the_sixty_days_the_summary_box_says_the_last_day_to_pay(visit, m
     p1 = _district(monkeypatch, JULY_15)["p1"]
     _open(visit, language, "carmen")
     _look(visit, "/", "home-in-time", language)
-    _summary_box_first(visit, "$8,680.00")
+    _summary_box_first(visit, "$31,630.00")  # 8,680.00 + 22,950.00
     box = visit.page.inner_text("main .summary-box")
     by = "Pay by 31/08/2026, with no surcharge." if english else "Pague a más tardar el 31/08/2026, sin recargo."
-    assert box.count(by) == 2 and "$22,950.00" in box, box
+    assert box.count(by) == 2 and "$8,680.00" in box and "$22,950.00" in box, box
+    earliest = "The earliest last day to pay is 31/08/2026." if english else "El primer último día para pagar es el 31/08/2026."
+    assert earliest in box, box
     _look(visit, f"/colecturia/predio/{p1.pk}/estado/", "statement-in-time", language)
     _summary_box_first(visit, "$8,680.00")
     box = visit.page.inner_text("main .summary-box")
@@ -220,10 +229,29 @@ def test_the_counter_fits_a_phone(visit, district, language):
     assert box["x"] >= 0 and box["x"] + box["width"] <= WIDTH
 
 
-@pytest.mark.xfail(strict=True, reason="templates/billing/counter.html (another helper's) still has its search results "
-                                       "in a sideways-scrolling table: it needs class table-stack and data-label cells")
 @pytest.mark.parametrize("language", ["es-pr", "en"])
 def test_the_counter_search_results_fit_a_phone(visit, district, language):
     _open(visit, language, "u_collector")
     _look(visit, "/colecturia/?q=P1", "counter-search", language)
     _stacked_cells(visit, "main table.table-stack")
+
+
+@pytest.mark.parametrize("language", ["es-pr", "en"])
+def test_the_day_report_fits_a_phone(visit, district, language):
+    """15 October 2026 at LAJ: no payment yet that day; P2 pays $100.00 in cash, then the supervisor
+    types $90.00 counted: $10.00 short, each table stacked with its amounts on screen."""
+    english = language == "en"
+    collector = get_user_model().objects.get(username="u_collector")
+    counter.payment_record(acting_user=collector, parcel=district["p2"], amount=Decimal("100.00"), paid_on=date(2026, 10, 15))
+    user_create(username="u_supervisor", role="supervisor", password=PASSWORD)
+    _open(visit, language, "u_supervisor")
+    _look(visit, "/colecturia/cuadre/?counted_cash=90.00&counted_checks=0", "day-report", language)
+    tables = visit.page.locator("main table.table-stack")
+    assert tables.count() == 3  # totals by method, over/short, the day's receipts
+    totals = _stacked_cells(visit, "main table.table-stack >> nth=0")
+    assert "$100.00" in [c["text"] for c in totals if c["money"]]
+    over_short = _stacked_cells(visit, "main table.table-stack >> nth=1")
+    assert [c["text"] for c in over_short if c["money"]][:3] == ["$100.00", "$90.00", "-$10.00"]
+    receipts = _stacked_cells(visit, "main table.table-stack >> nth=2")
+    amount = "Amount" if english else "Cantidad"
+    assert [c["text"] for c in receipts if c["label"] == amount] == ["$100.00"]

@@ -12,6 +12,7 @@ import pytest
 from django.urls import reverse
 
 from billing.services.installments import roll_finalize
+from tests.review import post_reviewed
 from levy import rules
 from levy.exports import ROLL_COLUMNS
 from levy.models import Estimate, FiscalYear, Levy, RollLine
@@ -147,7 +148,7 @@ def test_the_whole_year_through_the_pages(client, users, example_1, django_captu
     assert (estimate.status, estimate.om_estimate.amount, estimate.misc_income.amount) == (
         "entered", Decimal("100000.00"), Decimal("7500.00"))
     page = response.content.decode()
-    assert "no están certificados" in page and "Certificar al Secretario de Hacienda" in page
+    assert "no están certificados" in page and "Revisar y certificar…" in page
 
     # Hacienda cannot compute before certification: the job reports the refusal.
     client.force_login(users["hacienda"])
@@ -159,10 +160,10 @@ def test_the_whole_year_through_the_pages(client, users, example_1, django_captu
 
     # Authority certifies; the page then says who and when.
     client.force_login(users["authority"])
-    response = client.post(url("estimate-certify", year=YEAR), {"estimate": estimate.pk}, follow=True)
+    response = post_reviewed(client, url("estimate-certify", year=YEAR), {"estimate": estimate.pk}, follow=True)
     page = response.content.decode()
     assert "Certificados al Secretario de Hacienda por u_authority" in page
-    assert "Certificar al Secretario de Hacienda</button>" not in page
+    assert "Revisar y certificar…</button>" not in page
 
     # Hacienda sees the certified estimate before computing, then computes through a job.
     client.force_login(users["hacienda"])
@@ -180,15 +181,15 @@ def test_the_whole_year_through_the_pages(client, users, example_1, django_captu
     assert "$91,800.00" in page and "183.600000" in page and "91.800000" in page and "500.0000" in page
     assert "$90,000.00" in page and "$1,800.00" in page  # subtotal and margin (¶3)
 
-    # Finalizing needs the confirmation box; then the roll is final.
-    response = client.post(url("finalize", year=YEAR), follow=True)
-    assert any("confirmación" in m for m in messages_of(response))
+    # Finalizing shows its review page first (nothing final yet); its confirmation finalizes.
+    response = client.post(url("finalize", year=YEAR))
+    assert "Esto no se puede deshacer." in response.content.decode()
     assert Levy.objects.get().status == "draft"
-    response = client.post(url("finalize", year=YEAR), {"confirm": "yes"}, follow=True)
+    response = post_reviewed(client, url("finalize", year=YEAR), follow=True)
     levy = Levy.objects.get()
     assert levy.status == "final" and levy.finalized_by == users["hacienda"]
     page = response.content.decode()
-    assert "Padrón finalizado" in page and "Finalizar el padrón</button>" not in page
+    assert "Padrón finalizado" in page and "Revisar y finalizar…</button>" not in page
     assert levy.finalized_late == (date.today() > date(2026, 7, 1))
 
     # A finalized year refuses new estimates with the service's message, writing nothing.
@@ -235,7 +236,7 @@ def test_replacing_certified_estimates_needs_a_reason_and_keeps_the_history(clie
     client.force_login(users["authority"])
     client.post(url("estimates", year=YEAR), EXAMPLE_1_ESTIMATES)
     first = Estimate.objects.get()
-    client.post(url("estimate-certify", year=YEAR), {"estimate": first.pk})
+    post_reviewed(client, url("estimate-certify", year=YEAR), {"estimate": first.pk})
     page = client.get(url("estimates", year=YEAR)).content.decode()
     assert "Reemplazar los estimados certificados" in page and 'value="100,000.00"' in page  # pre-filled
     response = client.post(url("estimates", year=YEAR), {**EXAMPLE_1_ESTIMATES, "om_estimate": "100500.00"})
@@ -270,15 +271,15 @@ def test_the_certifier_cannot_finalize(client, users, example_1, make_user, djan
     both.groups.add(users["authority"].groups.get())
     client.force_login(both)
     client.post(url("estimates", year=YEAR), EXAMPLE_1_ESTIMATES)
-    client.post(url("estimate-certify", year=YEAR), {"estimate": Estimate.objects.get().pk})
+    post_reviewed(client, url("estimate-certify", year=YEAR), {"estimate": Estimate.objects.get().pk})
     with django_capture_on_commit_callbacks(execute=True):
         client.post(url("compute", year=YEAR))
-    response = client.post(url("finalize", year=YEAR), {"confirm": "yes"}, follow=True)
+    response = post_reviewed(client, url("finalize", year=YEAR), follow=True)
     assert any("Quien certificó los estimados no puede finalizar" in m for m in messages_of(response))
     assert "Quien certificó los estimados no puede finalizar" in response.content.decode()
     assert Levy.objects.get().status == "draft"
     client.force_login(users["hacienda"])
-    client.post(url("finalize", year=YEAR), {"confirm": "yes"})
+    post_reviewed(client, url("finalize", year=YEAR))
     assert Levy.objects.get().status == "final"
 
 
@@ -288,7 +289,7 @@ def test_a_changed_registry_marks_the_draft_stale_and_blocks_finalizing(client, 
     client.force_login(users["hacienda"])
     page = client.get(url("worksheet", year=YEAR)).content.decode()
     assert "El registro de predios cambió desde que se calculó este borrador" in page
-    response = client.post(url("finalize", year=YEAR), {"confirm": "yes"}, follow=True)
+    response = post_reviewed(client, url("finalize", year=YEAR), follow=True)
     assert any("registro de predios cambió" in m for m in messages_of(response))
     assert Levy.objects.get().status == "draft"
 
@@ -313,7 +314,7 @@ def test_worksheet_shows_each_line_with_its_paragraph_and_running_total(client, 
     assert "$91,800.00" in page and "$183.600000" in page and "$91.800000" in page
     assert "1 de julio de 2026" in page  # ¶11 deadline
     # read-only for the auditor: no action buttons
-    assert "Calcular de nuevo" not in page and "Finalizar el padrón</button>" not in page
+    assert "Calcular de nuevo" not in page and "Revisar y finalizar…</button>" not in page
 
 
 @pytest.mark.django_db

@@ -26,6 +26,7 @@ from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from django.utils import timezone
 
 from billing import accounts
+from parcels import review
 from parcels.roles import ROLES
 
 from .conftest import (
@@ -106,8 +107,42 @@ def counter_payment(w: World) -> dict[str, Any]:
 def current_estimate_pk(w: World) -> dict[str, Any]:
     from levy.models import FiscalYear
     from levy.services import current_estimate
+    from levy.views import certify_fingerprint
 
-    return {"estimate": current_estimate(FiscalYear.objects.get(label=OPEN_YEAR)).pk}
+    estimate = current_estimate(FiscalYear.objects.get(label=OPEN_YEAR))
+    return {"estimate": estimate.pk, review.FIELD: certify_fingerprint(estimate)}  # as its review page sends it
+
+
+def reviewed_finalize(w: World) -> dict[str, Any]:
+    """The finalize confirmation as the review page sends it (parcels.review)."""
+    from billing.roll_views import finalize_fingerprint, finalize_preview
+    from levy.models import FiscalYear
+    from levy.services import draft_levy
+
+    levy = draft_levy(FiscalYear.objects.get(label=DRAFT_YEAR))
+    return {review.FIELD: finalize_fingerprint(finalize_preview(levy, on=timezone.localdate()))}
+
+
+def reviewed_void(w: World) -> dict[str, Any]:
+    from billing.views import VOID_ACT, void_figures
+
+    payment = w.receipts["A"].payment
+    figures = void_figures(payment=payment, reason="Cheque devuelto", on=timezone.localdate())
+    return {"reason": "Cheque devuelto", review.FIELD: review.fingerprint(VOID_ACT, figures)}
+
+
+def reviewed_day_close(w: World) -> dict[str, Any]:
+    from decimal import Decimal
+
+    from billing import selectors
+    from billing.models import Office
+    from billing.views import DAY_CLOSE_ACT, day_close_figures
+
+    data = {"office": "LAJ", "day": today(), "counted_cash": "0.00", "counted_checks": "0.00", "explanation": "Prueba de permisos"}
+    report = selectors.day_report(office=Office.objects.get(code="LAJ"), day=timezone.localdate())
+    figures = day_close_figures(report=report, counted_cash=Decimal("0.00"), counted_checks=Decimal("0.00"),
+                                explanation=data["explanation"])
+    return {**data, review.FIELD: review.fingerprint(DAY_CLOSE_ACT, figures)}
 
 
 PARCEL_FORM = {"area_unit": "acre", "gravity_area": "99", "pumped_area": "0", "inclusion": "permanent",
@@ -183,7 +218,7 @@ MATRIX: dict[str, Route] = {
     "levy:compute-progress": Route(get=by_role({"hacienda", "auditor"}),
                                    targets=lambda w: [{"year": YEAR, "pk": w.extra["compute_job"].pk}]),
     "levy:finalize": Route(get=post_only(HACIENDA), targets=lambda w: [{"year": DRAFT_YEAR}], post_roles=HACIENDA,
-                           post_data=lambda w: {"confirm": "yes"}),
+                           post_data=reviewed_finalize),
     "levy:roll": Route(get=by_role({"hacienda", "auditor"}), targets=lambda w: [{"year": YEAR}]),
     "levy:whatif": Route(get=by_role({"hacienda", "authority"}), targets=lambda w: [{"year": YEAR}]),
     "levy:corrections": Route(get=by_role({"hacienda", "auditor"}), targets=lambda w: [{"year": YEAR}], post_roles=HACIENDA,
@@ -204,11 +239,10 @@ MATRIX: dict[str, Route] = {
                                   targets=lambda w: pk(w.bill_docs["A"]) + pk(w.certificates["A"].document),
                                   others=lambda w: pk(w.bill_docs["B"]) + pk(w.certificates["B"].document)),
     "billing:void": Route(get=post_only(SUPERVISOR), targets=lambda w: pk(w.receipts["A"].payment), post_roles=SUPERVISOR,
-                          post_data=lambda w: {"reason": "Cheque devuelto"}),
+                          post_data=reviewed_void),
     "billing:day-report": Route(get=by_role(COUNTER)),
-    "billing:day-close": Route(get=post_only(SUPERVISOR), post_roles=SUPERVISOR, post_data=lambda w: {
-        "office": "LAJ", "day": today(), "counted_cash": "0.00", "counted_checks": "0.00",
-        "explanation": "Prueba de permisos"}),  # the world's receipts of today do not match zero
+    # the world's receipts of today do not match zero
+    "billing:day-close": Route(get=post_only(SUPERVISOR), post_roles=SUPERVISOR, post_data=reviewed_day_close),
     # POST only and writes no row (it renews the session): its refusals are in tests/billing/test_counter.py
     "billing:session-extend": Route(get=post_only(COUNTER)),
     "billing:refund": Route(get=post_only(SUPERVISOR), targets=lambda w: pk(w.parcels["A2"]), post_roles=SUPERVISOR,

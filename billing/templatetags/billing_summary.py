@@ -1,0 +1,23 @@
+"""``{% parcel_owed_box parcel %}``: the summary box of what a parcel owes today (¶13) and by
+when (¶12), for pages of apps below billing (the parcel page), which cannot import the accounts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import template
+from django.utils import timezone
+
+from billing import accounts
+
+register = template.Library()
+
+
+@register.inclusion_tag("billing/_parcel_owed_box.html")
+def parcel_owed_box(parcel: Any) -> dict[str, Any]:
+    """The statement's total due today, and its oldest unpaid line's last day to pay."""
+    today = timezone.localdate()
+    statement = accounts.statement(parcel=parcel, as_of=today)
+    unpaid = [line for line in statement.lines if line.balance > 0]
+    first = min(unpaid, key=lambda line: line.last_day_to_pay) if unpaid else None
+    return {"parcel": parcel, "statement": statement, "first": first, "late": first is not None and first.last_day_to_pay < today}
