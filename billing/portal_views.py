@@ -24,8 +24,8 @@ from parcels.roles import AUTHORITY, COLLECTOR, HACIENDA, LANDOWNER, SUPERVISOR,
 from . import documents, portal
 from .errors import BillingError
 from .models import AccountStatement, Charge, IssuedDocument
-from .services import bills, statements
 from .portal_forms import ClaimForm, InviteForm, SetPasswordForm
+from .services import bills, statements
 
 # AXES is the first backend and only throttles; the account itself authenticates with Django's.
 LOGIN_BACKEND = "django.contrib.auth.backends.ModelBackend"
