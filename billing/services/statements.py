@@ -65,7 +65,8 @@ def statement_issue(*, parcel: Parcel, channel: str, acting_user: Any | None = N
         raise BillingError(_("Canal desconocido."))
     _check_user(acting_user, channel, parcel)
     on = as_of or timezone.localdate()
-    snapshot = accounts.statement(parcel=parcel, as_of=on).to_json()
+    with pdf.document_language(lang):  # how each surcharge was counted, in the document's language
+        snapshot = accounts.statement(parcel=parcel, as_of=on).to_json()
     number = numbers_allocate("statement", STATEMENT_PREFIX, on, 1)[0]
     user = acting_user if channel != AccountStatement.Channel.PUBLIC else None
     statement = AccountStatement(number=number, parcel=parcel, as_of=on, snapshot=snapshot, channel=channel, issued_by=user)

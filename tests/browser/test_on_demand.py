@@ -15,8 +15,8 @@ from pypdf import PdfReader
 from billing import documents, public
 from billing.models import AccountStatement, Bill
 from parcels.models import Parcel
-from tests.browser.test_phone import HEIGHT, WIDTH, _district, _look, _open
 from tests.browser.test_journeys import OCTOBER_15
+from tests.browser.test_phone import HEIGHT, SHOTS, WIDTH, _district, _look, _open
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -95,6 +95,8 @@ def test_the_public_page_good_code_bad_code_and_throttled(visit, district, langu
     assert P2_TODAY in visit.page.locator("main .summary-box .owed").inner_text()
     assert p2.owner.name not in body and "OW-1" not in body
     assert visit.page.evaluate("() => document.documentElement.scrollWidth") <= WIDTH
+    if SHOTS:
+        visit.page.screenshot(path=f"{SHOTS}/{language}-owed-result.png", full_page=True)
     name, text = download_text(visit, "main form button[type=submit]")
     issued = AccountStatement.objects.get()
     assert issued.channel == "public" and issued.number in text and P2_TODAY in text and p2.owner.name not in text
