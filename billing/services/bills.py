@@ -148,6 +148,11 @@ def bill_issue(*, acting_user: Any, charge: Charge | int, issued_on: date | None
     existing = bill_of(charge)
     if existing is not None:
         raise BillingError(_("El plazo ya tiene su aviso %(n)s: se reimprime como COPIA.") % {"n": existing.number})
+    return _bill_store(acting_user=acting_user, charge=charge, on=on, lang=lang)
+
+
+def _bill_store(*, acting_user: Any, charge: Charge, on: date, lang: str | None) -> Bill:
+    """Number, freeze, render, store and chain one installment's bill (its row locked by the caller)."""
     snapshot = bill_snapshot(charge=charge, issued_on=on)
     number = numbers_allocate("bill", BILL_PREFIX, on, 1)[0]
     bill = Bill(number=number, charge=charge, parcel_id=charge.parcel_id, issued_on=on, snapshot=snapshot, issued_by=acting_user)
@@ -233,8 +238,8 @@ def bill_for_installment(*, parcel_code: str, fiscal_year: str, number: int) -> 
 def bill_get_or_issue(*, acting_user: Any | None, charge: Charge, lang: str | None = None) -> tuple[Bill, bool]:
     """The installment's bill (one per installment, whoever issued it first: the portal, the
     counter or bulk printing), or a new one issued now by ``acting_user``; ``True`` when new.
-    A landowner may ask for the bill of their own parcel's installment (issued in the
-    system's name of the Collector's office: ``issued_by`` is the landowner's user)."""
+    A landowner may ask for the bill of their own parcel's installment (``issued_by`` is the
+    landowner's user); staff need the roles of ``bill_issue``."""
     charge = _billable(charge)
     existing = bill_of(charge)
     if existing is not None:
@@ -246,25 +251,14 @@ def bill_get_or_issue(*, acting_user: Any | None, charge: Charge, lang: str | No
 
         if charge.parcel.owner_id not in set(owner_ids_for_user(acting_user)):
             raise BillingError(_("El predio no es suyo."))
-        return _bill_issue_unchecked(acting_user=acting_user, charge=charge, lang=lang), True
-    return bill_issue(acting_user=acting_user, charge=charge, lang=lang), True
-
-
-def _bill_issue_unchecked(*, acting_user: Any, charge: Charge, lang: str | None) -> Bill:
-    """``bill_issue`` for the owner's own request from the portal (the role was checked)."""
+    else:
+        _check_bill_user(acting_user)
     on = timezone.localdate()
     _series_and_charge_lock(charge, on)
-    existing = bill_of(charge)
+    existing = bill_of(charge)  # another request may have issued it meanwhile
     if existing is not None:
-        return existing
-    snapshot = bill_snapshot(charge=charge, issued_on=on)
-    number = numbers_allocate("bill", BILL_PREFIX, on, 1)[0]
-    bill = Bill(number=number, charge=charge, parcel_id=charge.parcel_id, issued_on=on, snapshot=snapshot, issued_by=acting_user)
-    bill.full_clean()
-    bill.save()
-    documents.bill_document_store(bill, lang=lang)
-    chain.link(chain.BILL, bill.pk)
-    return bill
+        return existing, False
+    return _bill_store(acting_user=acting_user, charge=charge, on=on, lang=lang), True
 
 
 def _clean_filters(filters: dict[str, Any] | None) -> dict[str, Any]:
