@@ -437,6 +437,7 @@ def check_receipts(cursor: Any, limit: int) -> list[Finding]:
 DOCUMENT_NUMBERS = """
     SELECT 'bill' AS kind, number FROM billing_bill
     UNION ALL SELECT 'certificate', number FROM billing_debtcertificate
+    UNION ALL SELECT 'statement', number FROM billing_accountstatement
     UNION ALL SELECT 'seizure_' || kind, number FROM billing_seizurestep
 """
 
@@ -594,7 +595,7 @@ def check_series_counts(cursor: Any, limit: int) -> list[Finding]:
             SELECT kind || ' ' || split_part(number, '-', 2), COUNT(*)
               FROM ({DOCUMENT_NUMBERS}) d GROUP BY 1
         ), links AS (
-            SELECT series, COUNT(*) AS n FROM levy_chainlink WHERE kind IN ('receipt', 'bill', 'certificate', 'seizure')
+            SELECT series, COUNT(*) AS n FROM levy_chainlink WHERE kind IN ('receipt', 'bill', 'certificate', 'statement', 'seizure')
              GROUP BY series
         )
         SELECT series, numbered.last, COALESCE(records.n, 0), COALESCE(links.n, 0)

@@ -90,8 +90,9 @@ def _chunks(items: Sequence[int], size: int) -> Iterator[list[int]]:
 
 
 def part_pdfs(*, batch: BillBatch, charge_ids: Sequence[int]) -> list[bytes]:
-    """The stored PDFs of a part's bills, in the part's (cadastre) order."""
-    rows = (IssuedDocument.objects.filter(bill__batch=batch, bill__charge_id__in=charge_ids)
+    """The stored PDFs of a part's bills, in the part's (cadastre) order: the batch's own and
+    those issued before it on demand (one bill per installment), as stored."""
+    rows = (IssuedDocument.objects.filter(bill__charge_id__in=charge_ids)
             .order_by("bill__parcel__parcel_id", "bill__charge_id").values_list("bill__charge_id", "pdf"))
     found = [(charge_id, bytes(data)) for charge_id, data in rows.iterator(chunk_size=50)]
     if [charge_id for charge_id, _data in found] != list(charge_ids):
@@ -146,7 +147,7 @@ def bill_batch_run(*, batch: BillBatch, progress: JobProgress | None = None, pro
     total = len(charge_ids)
     issued_on = issued_on or timezone.localdate(batch.created_at)
     written = set(batch.parts.values_list("index", flat=True))
-    billed = set(Bill.objects.filter(batch=batch).values_list("charge_id", flat=True))
+    billed = set(Bill.objects.filter(charge_id__in=charge_ids).values_list("charge_id", flat=True))
     renderer = Renderer(processes)
     merging: list[Merging] = []
     issued = 0

@@ -13,6 +13,7 @@ void           ``PaymentVoid``                             ``void``
 refund         ``Refund``                                  ``refund``
 bill           ``Bill``                                    ``bill <year>`` (= its number)
 certificate    ``DebtCertificate``                         ``certificate <year>`` (= its number)
+statement      ``AccountStatement`` (*estado de cuenta*)   ``statement <year>`` (= its number)
 seizure        ``SeizureStep``                             ``seizure_<kind> <year>`` (= its number)
 day_close      ``DayClose``                                ``day_close <office>``
 =============  ==========================================  =====================================
@@ -48,11 +49,11 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 GENESIS = "0" * 64
-ROLL, CORRECTION, RECEIPT, VOID, REFUND, BILL, CERTIFICATE, SEIZURE, DAY_CLOSE = (
-    "roll", "correction", "receipt", "void", "refund", "bill", "certificate", "seizure", "day_close",
+ROLL, CORRECTION, RECEIPT, VOID, REFUND, BILL, CERTIFICATE, STATEMENT, SEIZURE, DAY_CLOSE = (
+    "roll", "correction", "receipt", "void", "refund", "bill", "certificate", "statement", "seizure", "day_close",
 )
-KINDS = (ROLL, CORRECTION, RECEIPT, VOID, REFUND, BILL, CERTIFICATE, SEIZURE, DAY_CLOSE)
-NUMBERED = (RECEIPT, BILL, CERTIFICATE, SEIZURE)  # link n of their series is the record numbered n
+KINDS = (ROLL, CORRECTION, RECEIPT, VOID, REFUND, BILL, CERTIFICATE, STATEMENT, SEIZURE, DAY_CLOSE)
+NUMBERED = (RECEIPT, BILL, CERTIFICATE, STATEMENT, SEIZURE)  # link n of their series is the record numbered n
 
 # The n of PREFIX-YYYY-NNNNNN and its year, or NULL for a malformed number.
 _DOC_YEAR = "CASE WHEN {n} ~ '^[A-Z]+-[0-9]{{4}}-[0-9]+$' THEN split_part({n}, '-', 2) END"
@@ -153,6 +154,16 @@ SOURCES: dict[str, str] = {
           LEFT JOIN billing_issueddocument d ON d.certificate_id = c.id
          WHERE {{where}}
     """,
+    STATEMENT: f"""
+        SELECT e.id, 'statement ' || COALESCE({_DOC_YEAR.format(n="e.number")}, '?'), {_DOC_N.format(n="e.number")},
+               'estado de cuenta ' || e.number, jsonb_build_object(
+                   'kind', 'statement', 'number', e.number, 'parcel', e.parcel_id, 'as_of', e.as_of::text,
+                   'channel', e.channel, 'issued_by', e.issued_by_id, 'snapshot', e.snapshot, 'pdf_sha256', d.sha256
+               )::text, e.issued_at
+          FROM billing_accountstatement e
+          LEFT JOIN billing_issueddocument d ON d.statement_id = e.id
+         WHERE {{where}}
+    """,
     SEIZURE: f"""
         SELECT s.id, 'seizure_' || s.kind || ' ' || COALESCE({_DOC_YEAR.format(n="s.number")}, '?'),
                {_DOC_N.format(n="s.number")}, 'embargo ' || s.number, jsonb_build_object(
@@ -178,7 +189,7 @@ SOURCES: dict[str, str] = {
 }
 
 
-ALIAS = {ROLL: "l", CORRECTION: "c", RECEIPT: "r", VOID: "v", REFUND: "f", BILL: "b", CERTIFICATE: "c", SEIZURE: "s",
+ALIAS = {ROLL: "l", CORRECTION: "c", RECEIPT: "r", VOID: "v", REFUND: "f", BILL: "b", CERTIFICATE: "c", STATEMENT: "e", SEIZURE: "s",
          DAY_CLOSE: "k"}
 
 
@@ -306,7 +317,10 @@ def backfill() -> int:
 
     linked = set(ChainLink.objects.values_list("kind", "record_id"))
     with connection.cursor() as cursor:
-        todo = [r for kind in KINDS for r in records(cursor, kind) if (r.kind, r.id) not in linked]
+        # a kind added after the backfill's migration (statements) has no table yet when it runs
+        tables = set(connection.introspection.table_names(cursor))
+        kinds = [kind for kind in KINDS if kind != STATEMENT or "billing_accountstatement" in tables]
+        todo = [r for kind in kinds for r in records(cursor, kind) if (r.kind, r.id) not in linked]
         epoch = datetime.min.replace(tzinfo=timezone.get_current_timezone())
         todo.sort(key=lambda r: (r.issued or epoch, KINDS.index(r.kind), r.number or 0, r.id))
         # Within a series, number order wins: its records take the series' slots in number order.

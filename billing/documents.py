@@ -58,7 +58,8 @@ logger = logging.getLogger(__name__)
 VERIFY_SALT = "lajas.verify"
 PORTAL_SALT = "lajas.portal-access"
 SEIZURE = "seizure"  # a seizure step (``SeizureStep``) keeps its own bytes and code, not an ``IssuedDocument``
-KIND_LETTER = {IssuedDocument.Kind.RECEIPT: "R", IssuedDocument.Kind.BILL: "A", IssuedDocument.Kind.CERTIFICATE: "C", SEIZURE: "E"}
+KIND_LETTER = {IssuedDocument.Kind.RECEIPT: "R", IssuedDocument.Kind.BILL: "A", IssuedDocument.Kind.CERTIFICATE: "C", SEIZURE: "E",
+               IssuedDocument.Kind.STATEMENT: "S"}
 
 
 # --- Codes ------------------------------------------------------------------------------------
@@ -87,6 +88,14 @@ def verification_url(code: str) -> str:
 def portal_url() -> str:
     try:
         return settings.SITE_URL + reverse("portal:claim")
+    except NoReverseMatch:
+        return settings.SITE_URL + "/"
+
+
+def owed_url() -> str:
+    """The public "¿cuánto debo?" page (``billing.public_views``), printed on bills."""
+    try:
+        return settings.SITE_URL + reverse("owed:lookup")
     except NoReverseMatch:
         return settings.SITE_URL + "/"
 
@@ -188,6 +197,7 @@ def bill_html(*, number: str, snapshot: dict[str, Any], issued_on: date, code: s
             "other_charges_due": bill.total_due > bill.balance,
             "surcharge_basis": surcharge_text(bill.surcharge_groups, rate),
             "access_code": portal_access_code(bill.parcel_id, bill.owner_key), "portal_url": portal_url(),
+            "owed_url": owed_url(),  # the public "¿cuánto debo?": today's amount, a numbered estado de cuenta
             "verify_url": url, "verify_code": code, "qr": pdf.qr_data_uri(url) if url else "", "one_page": True,
         }
         return pdf.html_for("billing/pdf/bill.html", context, title=title, lang=key)
@@ -366,7 +376,7 @@ def document_by_code(code: str) -> IssuedDocument | None:
     if not code or len(code) > 80:
         return None
     return (IssuedDocument.objects.defer("pdf").select_related("parcel", "receipt__office", "receipt__payment", "bill",
-                                                                "certificate").filter(verification_code=code).first())
+                                                                "certificate", "statement").filter(verification_code=code).first())
 
 
 def seizure_verification(code: str) -> dict[str, Any] | None:
@@ -424,6 +434,9 @@ def verification(code: str) -> dict[str, Any] | None:
             (_("Balance del plazo a la fecha del aviso"), money(str(bill.balance))),
             (_("Fecha del aviso"), day(document.bill.issued_on)),
         ]
+    elif document.kind == IssuedDocument.Kind.STATEMENT:
+        frozen = document.statement.snapshot
+        facts += [(_("Estado de cuenta al"), day(frozen["as_of"])), (_("Total adeudado"), money(frozen["total_due"]))]
     else:
         cert = document.certificate
         certified = CertificateSnapshot.from_json(cert.snapshot)

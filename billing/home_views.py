@@ -17,6 +17,7 @@ from parcels.roles import LANDOWNER, STAFF_ROLES, has_role
 
 from .accounts import account_states, delinquency_parameters
 from .models import Receipt
+from .portal import installment_bills
 from .wording import rate_label
 
 
@@ -31,7 +32,7 @@ def _landowner_rows(parcels: list[Parcel]) -> list[dict]:
         state = states[parcel.pk].state
         unpaid = sorted((c for c in state.charges if c.balance > 0), key=lambda c: (c.last_day, c.key))
         rows.append({"parcel": parcel, "owed_now": state.total_due, "next": unpaid[0] if unpaid else None,
-                     "late": bool(unpaid) and unpaid[0].last_day < today})
+                     "late": bool(unpaid) and unpaid[0].last_day < today, "bills": installment_bills(parcel)})
     return rows
 
 

@@ -446,6 +446,9 @@ class Bill(models.Model):
             # ¶9: a bill is for an installment, or it is the zero notice of a roll line: never both, never neither
             models.CheckConstraint(condition=Q(charge__isnull=False) ^ Q(roll_line__isnull=False), name="bill_is_for_a_charge_or_a_line"),
             models.UniqueConstraint(fields=["roll_line"], condition=Q(roll_line__isnull=False), name="one_zero_notice_per_roll_line"),
+            # one aviso per installment, issued once: on demand (portal, counter) or in bulk
+            # printing, whichever comes first; the other reuses it (services.bills)
+            models.UniqueConstraint(fields=["charge"], condition=Q(charge__isnull=False), name="one_bill_per_installment"),
         ]
         triggers = APPEND_ONLY
 
@@ -476,6 +479,34 @@ class BillBatchPart(models.Model):
         constraints = [models.UniqueConstraint(fields=["batch", "index"], name="one_part_per_index")]
 
 
+class AccountStatement(models.Model):
+    """¶12, ¶13: a numbered *estado de cuenta* (``EC-<year>-000001``): the parcel's statement as
+    of ``as_of`` (``accounts.statement(...).to_json()``), frozen when it was asked for (from the
+    portal, the counter or the public "¿cuánto debo?" page). The bill points to it for today's
+    amount. Immutable; its PDF is an ``IssuedDocument``."""
+
+    class Channel(models.TextChoices):
+        PORTAL = "portal", _("Portal del agricultor")
+        COUNTER = "counter", _("Colecturía")
+        PUBLIC = "public", _("Consulta pública")
+
+    number = models.CharField(max_length=24, unique=True)
+    parcel = models.ForeignKey("parcels.Parcel", on_delete=models.PROTECT, related_name="account_statements")
+    as_of = models.DateField()
+    snapshot = models.JSONField()
+    channel = models.CharField(max_length=10, choices=Channel.choices)
+    issued_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+")
+    issued_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["number"]
+        constraints = [
+            # the public page has no user; the portal and the counter name theirs
+            models.CheckConstraint(condition=Q(channel="public") | Q(issued_by__isnull=False), name="statement_names_its_user"),
+        ]
+        triggers = APPEND_ONLY
+
+
 class IssuedDocument(models.Model):
     """The stored bytes of every issued PDF (receipt, bill, debt certificate), written once and
     served as stored: never regenerated from live data (WeasyPrint versions render differently).
@@ -486,6 +517,7 @@ class IssuedDocument(models.Model):
         RECEIPT = "receipt", _("Recibo contributivo")
         BILL = "bill", _("Aviso de contribución")
         CERTIFICATE = "certificate", _("Certificación de deuda")
+        STATEMENT = "statement", _("Estado de cuenta")
 
     kind = models.CharField(max_length=12, choices=Kind.choices)
     number = models.CharField(max_length=32)
@@ -493,6 +525,7 @@ class IssuedDocument(models.Model):
     receipt = models.OneToOneField(Receipt, on_delete=models.PROTECT, null=True, blank=True, related_name="document")
     bill = models.OneToOneField(Bill, on_delete=models.PROTECT, null=True, blank=True, related_name="document")
     certificate = models.OneToOneField(DebtCertificate, on_delete=models.PROTECT, null=True, blank=True, related_name="document")
+    statement = models.OneToOneField(AccountStatement, on_delete=models.PROTECT, null=True, blank=True, related_name="document")
     verification_code = models.CharField(max_length=80, unique=True)
     pdf = models.BinaryField()
     sha256 = models.CharField(max_length=64)
@@ -503,7 +536,7 @@ class IssuedDocument(models.Model):
             models.UniqueConstraint(fields=["kind", "number"], name="one_document_per_number"),
             models.CheckConstraint(
                 condition=(Q(kind="receipt") & Q(receipt__isnull=False)) | (Q(kind="bill") & Q(bill__isnull=False))
-                | (Q(kind="certificate") & Q(certificate__isnull=False)),
+                | (Q(kind="certificate") & Q(certificate__isnull=False)) | (Q(kind="statement") & Q(statement__isnull=False)),
                 name="document_points_at_its_source",
             ),
         ]

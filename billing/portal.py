@@ -163,3 +163,20 @@ def invite_email_send(*, user: AbstractBaseUser, owner: Owner) -> None:
     message = EmailMultiAlternatives(subject, render_to_string("portal/invite_email.txt", context), to=[user.email])
     message.attach_alternative(render_to_string("portal/invite_email.html", context), "text/html")
     message.send()
+
+
+# --- Bills and numbered statements on demand (reads) ------------------------------------------
+
+
+def installment_bills(parcel: Parcel) -> list[dict[str, Any]]:
+    """Each installment of a finalized roll of ``parcel`` with its bill when it has one (one per
+    installment, ``services.bills``), newest fiscal year first: what the portal's statement, the
+    landowner's home and the counter offer to download."""
+    from levy.models import Levy
+
+    from .models import Bill, Charge
+
+    charges = list(Charge.objects.filter(parcel=parcel, kind=Charge.Kind.INSTALLMENT, roll_line__levy__status=Levy.Status.FINAL)
+                   .select_related("fiscal_year").order_by("-fiscal_year__label", "number"))
+    bills = {bill.charge_id: bill for bill in Bill.objects.filter(charge__in=charges).only("pk", "number", "charge_id")}
+    return [{"charge": charge, "bill": bills.get(charge.pk)} for charge in charges]

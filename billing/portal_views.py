@@ -10,17 +10,22 @@ from django.contrib.auth import login
 from django.contrib.auth import views as auth_views
 from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import redirect, render
+from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse_lazy
 from django.utils.translation import gettext as _
 from django.views.decorators.cache import never_cache
 from django.views.decorators.debug import sensitive_post_parameters
+from django.views.decorators.http import require_POST
 
+from parcels.access import get_parcel_for_user
 from parcels.models import Owner
-from parcels.roles import AUTHORITY, role_required
+from parcels.roles import AUTHORITY, COLLECTOR, HACIENDA, LANDOWNER, SUPERVISOR, has_role, role_required
 
-from . import portal
+from . import documents, portal
+from .errors import BillingError
+from .models import AccountStatement, Charge, IssuedDocument
 from .portal_forms import ClaimForm, InviteForm, SetPasswordForm
+from .services import bills, statements
 
 # AXES is the first backend and only throttles; the account itself authenticates with Django's.
 LOGIN_BACKEND = "django.contrib.auth.backends.ModelBackend"
@@ -85,3 +90,48 @@ class ActivateView(auth_views.PasswordResetConfirmView):
         response = super().form_valid(form)
         messages.success(self.request, _("Su contraseña quedó guardada. Le damos la bienvenida al portal."))
         return response
+
+
+# --- Bills and numbered statements on demand (the landowner's own, and the counter's) ------------
+
+ON_DEMAND = (LANDOWNER, COLLECTOR, SUPERVISOR, HACIENDA)
+
+
+def _pdf_response(data: bytes, filename: str) -> HttpResponse:
+    response = HttpResponse(data, content_type="application/pdf")
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return response
+
+
+@require_POST
+@role_required(*ON_DEMAND)
+def installment_bill(request: HttpRequest, pk: int) -> HttpResponse:
+    """The *aviso* of one installment: issued now when it has none (by the landowner from the
+    portal, the collector at the counter), else the one on file (issued on demand or by bulk
+    printing) as a reprint stamped COPIA. A landowner reaches only their own parcels (404)."""
+    charge = get_object_or_404(Charge.objects.select_related("parcel"), pk=pk, kind=Charge.Kind.INSTALLMENT)
+    get_parcel_for_user(request.user, charge.parcel_id)
+    lang = getattr(charge.parcel.owner, "preferred_language", None) or None
+    try:
+        bill, created = bills.bill_get_or_issue(acting_user=request.user, charge=charge, lang=lang)
+    except BillingError as exc:
+        messages.error(request, str(exc))
+        return redirect("billing:statement", pk=charge.parcel_id)
+    document = IssuedDocument.objects.get(bill=bill)
+    data = documents.document_pdf(document) if created else documents.document_copy(document)
+    return _pdf_response(data, f"aviso-{bill.number}{'' if created else '-copia'}.pdf")
+
+
+@require_POST
+@role_required(*ON_DEMAND)
+def statement_pdf(request: HttpRequest, pk: int) -> HttpResponse:
+    """A numbered *estado de cuenta* of today, issued now and served as stored."""
+    parcel = get_parcel_for_user(request.user, pk)
+    channel = AccountStatement.Channel.PORTAL if has_role(request.user, LANDOWNER) else AccountStatement.Channel.COUNTER
+    try:
+        issued = statements.statement_issue(parcel=parcel, channel=channel, acting_user=request.user,
+                                            lang=getattr(parcel.owner, "preferred_language", None) or None)
+    except BillingError as exc:
+        messages.error(request, str(exc))
+        return redirect("billing:statement", pk=parcel.pk)
+    return _pdf_response(documents.document_pdf(issued.document), f"estado-de-cuenta-{issued.number}.pdf")

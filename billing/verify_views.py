@@ -21,6 +21,7 @@ def document(request: HttpRequest, code: str) -> HttpResponse:
     if found is None:
         return render(request, "billing/verify_unknown.html", {"code": code[:80]}, status=404)
     document = found["document"]
-    kind = {"receipt": chain.RECEIPT, "bill": chain.BILL, "certificate": chain.CERTIFICATE, documents.SEIZURE: chain.SEIZURE}[document.kind]
+    kind = {"receipt": chain.RECEIPT, "bill": chain.BILL, "certificate": chain.CERTIFICATE, documents.SEIZURE: chain.SEIZURE,
+            "statement": chain.STATEMENT}[document.kind]
     found["chain"] = chain.place(kind, getattr(document, f"{document.kind}_id"))  # its link of the tamper-evident chain
     return render(request, "billing/verify.html", found)

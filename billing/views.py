@@ -26,7 +26,7 @@ from parcels.access import get_parcel_for_user
 from parcels.models import Parcel
 from parcels.roles import COLLECTOR, HACIENDA, LANDOWNER, SUPERVISOR, has_role, role_required
 
-from . import accounts, counter_status, documents, selectors
+from . import accounts, counter_status, documents, portal, selectors
 from .access import RECEIPT_STAFF, get_document_for_user, get_receipt_for_user
 from .errors import BillingError
 from .forms import CounterSearchForm, DayCloseForm, DayReportForm, PaymentForm, RefundForm, StatementDateForm, VoidForm
@@ -173,6 +173,7 @@ def counter_parcel(request: HttpRequest, pk: int) -> HttpResponse:
         "confirm_tendered": confirm_tendered,
         "confirm_change": confirm_tendered - destination.amount if confirm_tendered is not None and destination else None,
         "last_attempt": last, "refilled": refill is not None, "session_seconds": settings.SESSION_COOKIE_AGE,
+        "installment_bills": portal.installment_bills(parcel),
     })
 
 
@@ -250,8 +251,11 @@ def statement(request: HttpRequest, pk: int) -> HttpResponse:
         "can_collect": has_role(request.user, *COUNTER_ROLES),
         "can_certify": has_role(request.user, HACIENDA, COLLECTOR, SUPERVISOR),  # ¶11: e.g. before a sale
         # Bills and debt certificates follow the parcel (its debts stay with the land, ¶11).
-        "documents": IssuedDocument.objects.filter(parcel=parcel, kind__in=["bill", "certificate"])
+        "documents": IssuedDocument.objects.filter(parcel=parcel, kind__in=["bill", "certificate", "statement"])
         .defer("pdf").order_by("-created_at")[:50],
+        # the aviso of each installment and a numbered estado de cuenta, on demand (billing.portal_views)
+        "installment_bills": portal.installment_bills(parcel),
+        "can_issue": has_role(request.user, LANDOWNER, COLLECTOR, SUPERVISOR, HACIENDA),
     })
 
 

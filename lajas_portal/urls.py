@@ -29,6 +29,7 @@ urlpatterns = [
     path("colecturia/", include("billing.urls")),
     path("cobros/", include("billing.hacienda_urls")),
     path("verificar/", include("billing.verify_urls")),
+    path("cuanto-debo/", include("billing.public_urls")),
     path("auditoria/libros/", include("billing.books_urls")),
     path("", include("parcels.urls")),
 ]

@@ -13,7 +13,7 @@ import pytest
 
 from billing import books
 from billing.models import Charge, IssuedDocument, LedgerEntry, Receipt
-from billing.services import bills, collection, counter
+from billing.services import bills, collection, counter, statements
 from billing.services.corrections import roll_correction_create
 from levy.models import RollLine
 from parcels.models import Parcel
@@ -55,6 +55,7 @@ def build_books(staff: dict) -> None:
     bills.bill_issue(acting_user=hacienda, charge=Charge.objects.get(parcel__parcel_id="P3", number=2),
                          issued_on=date(2026, 12, 1))
     collection.certificate_issue(acting_user=hacienda, parcel=parcel("P3"), as_of=date(2026, 12, 1))
+    statements.statement_issue(parcel=parcel("P3"), channel="counter", acting_user=collector, as_of=date(2026, 12, 1))
     collection.seizure_step_issue(acting_user=hacienda, parcel=parcel("P3"), kind="notice", on=date(2026, 12, 1))
 
 

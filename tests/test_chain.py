@@ -75,7 +75,7 @@ def test_every_issued_record_is_a_link_of_its_series(books_district):
         by_series.setdefault(series, []).append((position, kind))
     assert {series: len(items) for series, items in by_series.items()} == {
         "roll": 1, "correction 2026-2027": 2, "receipt LAJ 2026-2027": 5, "void": 2, "refund": 1, "bill 2026": 1,
-        "certificate 2026": 1, "seizure_notice 2026": 1, "day_close LAJ": 1,
+        "certificate 2026": 1, "statement 2026": 1, "seizure_notice 2026": 1, "day_close LAJ": 1,
     }
     assert all([p for p, _k in items] == list(range(1, len(items) + 1)) for items in by_series.values())
     # receipt n is link n of its series

@@ -47,7 +47,7 @@ GUARDED = {
     # billing: the books and every issued document, with their gapless number series
     "billing_charge", "billing_payment", "billing_paymentvoid", "billing_refund", "billing_receipt",
     "billing_ledgerentry", "billing_dayclose", "billing_debtcertificate", "billing_seizurestep", "billing_bill",
-    "billing_issueddocument", "billing_receiptseries", "billing_documentseries", "billing_bookscheck",
+    "billing_issueddocument", "billing_accountstatement", "billing_receiptseries", "billing_documentseries", "billing_bookscheck",
     # billing: the ledger's stored allocations and dated entries (issue 11)
     "billing_paymentallocation", "billing_correctioncharge", "billing_principaladjustment", "billing_lastdaymove",
     "billing_giveback", "billing_creditapplication",

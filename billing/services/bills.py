@@ -20,7 +20,7 @@ from django.utils.translation import gettext as _
 from levy.models import FiscalYear, Levy, RollLine
 from parcels.jobs import JobBusy, job_defer
 from parcels.models import Job, Parcel
-from parcels.roles import COLLECTOR, HACIENDA, SUPERVISOR, has_role
+from parcels.roles import COLLECTOR, HACIENDA, LANDOWNER, SUPERVISOR, has_role
 
 from .. import chain, documents, rules
 from ..accounts import account_states, charge_key, delinquency_parameters, parcel_by_code
@@ -163,14 +163,39 @@ def _check_bill_user(acting_user: Any) -> None:
         raise BillingError(_("El usuario %(u)s no puede emitir avisos de contribución.") % {"u": getattr(acting_user, "username", None)})
 
 
+def _series_and_charge_lock(charge: Charge, on: date) -> None:
+    """Lock the bill series of ``on``'s year, then the installment's row, in that order (the
+    batch locks its series first too), so an on-demand bill and a batch cannot both bill it."""
+    DocumentSeries.objects.get_or_create(kind="bill", year=on.year)
+    DocumentSeries.objects.select_for_update().get(kind="bill", year=on.year)
+    Charge.objects.select_for_update(of=("self",)).filter(pk=charge.pk).first()
+
+
+def bill_of(charge: Charge | int) -> Bill | None:
+    """The installment's bill, if it has one: one per installment (constraint
+    ``one_bill_per_installment``), issued on demand or by bulk printing, whichever came first."""
+    pk = charge if isinstance(charge, int) else charge.pk
+    return Bill.objects.filter(charge_id=pk).select_related("document").first()
+
+
 @transaction.atomic
 def bill_issue(*, acting_user: Any, charge: Charge | int, issued_on: date | None = None, lang: str | None = None) -> Bill:
-    """¶12: a bill for one installment of a finalized roll, numbered (``AV-<year>-000001``),
+    """¶12: the bill of one installment of a finalized roll, numbered (``AV-<year>-000001``),
     with its amounts as of ``issued_on``; its PDF is stored in the same transaction, in the
-    owner's preferred language unless ``lang`` says otherwise."""
+    owner's preferred language unless ``lang`` says otherwise. Issued once: an installment that
+    has its bill (on demand or from bulk printing) is refused."""
     _check_bill_user(acting_user)
     charge = _billable(charge)
     on = issued_on or timezone.localdate()
+    _series_and_charge_lock(charge, on)
+    existing = bill_of(charge)
+    if existing is not None:
+        raise BillingError(_("El plazo ya tiene su aviso %(n)s: se reimprime como COPIA.") % {"n": existing.number})
+    return _bill_store(acting_user=acting_user, charge=charge, on=on, lang=lang)
+
+
+def _bill_store(*, acting_user: Any, charge: Charge, on: date, lang: str | None) -> Bill:
+    """Number, freeze, render, store and chain one installment's bill (its row locked by the caller)."""
     snapshot = bill_snapshot(charge=charge, issued_on=on, office=office_snapshot(bill_office(acting_user)))
     number = numbers_allocate("bill", BILL_PREFIX, on, 1)[0]
     bill = Bill(number=number, charge=charge, parcel_id=charge.parcel_id, issued_on=on, snapshot=snapshot, issued_by=acting_user)
@@ -256,15 +281,31 @@ def bill_for_installment(*, parcel_code: str, fiscal_year: str, number: int) -> 
     return charge
 
 
+@transaction.atomic
 def bill_get_or_issue(*, acting_user: Any | None, charge: Charge, lang: str | None = None) -> tuple[Bill, bool]:
-    """The bill of an installment issued outside a batch (the latest one), or a new one."""
-    _billable(charge)
-    existing = Bill.objects.filter(charge=charge, batch__isnull=True).order_by("-issued_at", "-pk").first()
+    """The installment's bill (one per installment, whoever issued it first: the portal, the
+    counter or bulk printing), or a new one issued now by ``acting_user``; ``True`` when new.
+    A landowner may ask for the bill of their own parcel's installment (``issued_by`` is the
+    landowner's user); staff need the roles of ``bill_issue``."""
+    charge = _billable(charge)
+    existing = bill_of(charge)
     if existing is not None:
         return existing, False
     if acting_user is None:
         raise BillingError(_("El plazo no tiene aviso todavía; indique el usuario que lo emite."))
-    return bill_issue(acting_user=acting_user, charge=charge, lang=lang), True
+    if has_role(acting_user, LANDOWNER) and not has_role(acting_user, *BILL_USERS):
+        from parcels.access import owner_ids_for_user
+
+        if charge.parcel.owner_id not in set(owner_ids_for_user(acting_user)):
+            raise BillingError(_("El predio no es suyo."))
+    else:
+        _check_bill_user(acting_user)
+    on = timezone.localdate()
+    _series_and_charge_lock(charge, on)
+    existing = bill_of(charge)  # another request may have issued it meanwhile
+    if existing is not None:
+        return existing, False
+    return _bill_store(acting_user=acting_user, charge=charge, on=on, lang=lang), True
 
 
 def _clean_filters(filters: dict[str, Any] | None) -> dict[str, Any]:
@@ -364,7 +405,10 @@ def bill_batch_issue(*, batch: BillBatch, charge_ids: Sequence[int], issued_on: 
     numbers_needed = list(charge_ids)
     DocumentSeries.objects.get_or_create(kind="bill", year=issued_on.year)
     DocumentSeries.objects.select_for_update().get(kind="bill", year=issued_on.year)
-    done = set(Bill.objects.filter(batch=batch, charge_id__in=numbers_needed).values_list("charge_id", flat=True))
+    # one bill per installment: a charge billed on demand (or by an earlier batch) keeps its bill,
+    # and the batch prints that one (bulk.part_pdfs); its rows are locked against a bill on demand
+    list(Charge.objects.select_for_update(of=("self",)).filter(pk__in=numbers_needed).order_by("pk").values_list("pk", flat=True))
+    done = set(Bill.objects.filter(charge_id__in=numbers_needed).values_list("charge_id", flat=True))
     charges = {c.pk: c for c in Charge.objects.filter(pk__in=[pk for pk in numbers_needed if pk not in done])
                .select_related("roll_line__levy", "fiscal_year", "parcel__owner")}
     todo = [charges[pk] for pk in numbers_needed if pk in charges]

@@ -43,7 +43,7 @@ def pages(p1: Parcel, owner: Owner, receipt_pk: int) -> dict[str, list[str]]:
                       "/colecturia/cuadre/"],
         "landowner": ["/", f"/predios/{p1.pk}/", f"/colecturia/predio/{p1.pk}/estado/", f"/colecturia/recibo/{receipt_pk}/",
                       "/cuenta/seguridad/", "/cuenta/inscribir/"],
-        "anonymous": ["/cuenta/entrar/", "/portal/crear-cuenta/", "/cuenta/clave/olvido/"],
+        "anonymous": ["/cuenta/entrar/", "/portal/crear-cuenta/", "/cuenta/clave/olvido/", "/cuanto-debo/"],
     }
 
 

@@ -12,7 +12,6 @@ import pytest
 from django.urls import reverse
 
 from billing.services.installments import roll_finalize
-from tests.review import post_reviewed
 from levy import rules
 from levy.exports import ROLL_COLUMNS
 from levy.models import Estimate, FiscalYear, Levy, RollLine
@@ -21,6 +20,7 @@ from levy.views import WORKSHEET_LINES
 from parcels.models import Job, Parcel
 from parcels.roles import ROLES
 from parcels.services import owner_create
+from tests.review import post_reviewed
 
 YEAR = "2026-2027"
 EXAMPLE_1_ESTIMATES = {"om_estimate": "100,000.00", "reserve": "1500.00", "surplus": "4000.00", "misc_income": "$7,500.00"}

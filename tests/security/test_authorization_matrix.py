@@ -152,6 +152,15 @@ HACIENDA = frozenset({"hacienda"})
 SUPERVISOR = frozenset({"supervisor"})
 CERTIFIERS = frozenset({"hacienda", "collector", "supervisor"})
 OFFICE_EDITORS = frozenset({"hacienda", "supervisor"})  # billing.services.offices
+ON_DEMAND = frozenset({"landowner", "collector", "supervisor", "hacienda"})
+LANDOWNER_POSTS = {"portal:installment-bill", "portal:statement-pdf"}  # their own parcels' documents only
+
+
+def first_installment(w: World, code: str, number: int = 1) -> int:
+    """An installment of ``code`` with no bill yet (the world billed A1's two and B1's first)."""
+    from billing.models import Charge
+
+    return Charge.objects.get(parcel=w.parcels[code], fiscal_year__label=YEAR, number=number, kind="installment").pk
 
 MATRIX: dict[str, Route] = {
     # --- the project's own pages ------------------------------------------------------------------
@@ -173,6 +182,13 @@ MATRIX: dict[str, Route] = {
     "portal:activate": Route(get=public(), targets=lambda w: [{"uidb64": "MQ", "token": "bad-token"}]),
     "portal:invite": Route(get=by_role(AUTHORITY), post_roles=AUTHORITY,
                            post_data=lambda w: {"owner_key": "OWN-B", "email": "nuevo@example.pr", "confirm": "1"}),
+    # bills and numbered statements on demand (POST: they may issue a numbered document); the
+    # landowner posts for their own parcels only (404 for another owner's: see below)
+    "portal:installment-bill": Route(get=post_only(ON_DEMAND), targets=lambda w: [{"pk": first_installment(w, "A2")}],
+                                     post_roles=ON_DEMAND),
+    "portal:statement-pdf": Route(get=post_only(ON_DEMAND), targets=lambda w: pk(w.parcels["A1"]), post_roles=ON_DEMAND),
+    # the public "¿cuánto debo?": a form for anyone; a POST with the right code shows the statement
+    "owed:lookup": Route(get=public()),
     "verify:document": Route(get=public(), targets=lambda w: [
         {"code": w.receipts["A"].document.verification_code}, {"code": w.bill_docs["A"].verification_code},
         {"code": w.certificates["A"].document.verification_code}]),
@@ -331,6 +347,7 @@ def test_the_matrix_follows_the_design():
         "set_language", "portal:claim", "portal:activate", "verify:document",
         "parcels:import-confirm", "levy:estimate-certify", "levy:compute", "levy:finalize", "billing:void",
         "billing:day-close", "billing:refund", "billing:session-extend",  # POST only: a GET is 405 before anything else
+        "portal:installment-bill", "portal:statement-pdf", "owed:lookup",
     }
     landowner_pages = {name for name, route in MATRIX.items()
                        if route.get["landowner"] == 200 and route.get[ANONYMOUS] == LOGIN}
@@ -340,7 +357,23 @@ def test_the_matrix_follows_the_design():
     assert all(MATRIX[name].others is not None for name in landowner_pages - {"home", *own_account})
     for name, route in MATRIX.items():
         if route.post_roles is not None:
-            assert "landowner" not in route.post_roles and NOROLE not in route.post_roles, name
+            assert ("landowner" not in route.post_roles or name in LANDOWNER_POSTS) and NOROLE not in route.post_roles, name
+
+
+def test_a_landowner_posts_for_their_own_parcels_documents_only(w, client):
+    """The two POSTs a landowner may send (a bill, a numbered statement) answer 404 for another
+    owner's parcel and write nothing; for their own they issue the document."""
+    sign_in(client, w, "landowner")
+    before = fingerprint()
+    for url in (reverse("portal:installment-bill", args=[first_installment(w, "B1", 2)]),
+                reverse("portal:statement-pdf", args=[w.parcels["B1"].pk])):
+        assert client.post(url).status_code == 404, url
+    assert changed_tables(before, fingerprint()) == []
+    for url in (reverse("portal:installment-bill", args=[first_installment(w, "A2")]),
+                reverse("portal:statement-pdf", args=[w.parcels["A1"].pk])):
+        response = client.post(url)
+        assert response.status_code == 200 and response["Content-Type"] == "application/pdf", url
+    assert changed_tables(before, fingerprint())
 
 
 # --- the crawl ----------------------------------------------------------------------------------------
