@@ -17,6 +17,7 @@ from parcels.models import Parcel
 from parcels.roles import COLLECTOR, HACIENDA, LANDOWNER, SUPERVISOR, has_role
 
 from .. import accounts, chain, documents, pdf
+from ..accounts import Statement
 from ..errors import BillingError
 from ..models import AccountStatement, IssuedDocument
 from .numbering import numbers_allocate
@@ -34,7 +35,7 @@ def statement_html(*, statement: AccountStatement, code: str, lang: str | None =
     with pdf.document_language(lang) as key:
         title = _("Estado de cuenta %(n)s") % {"n": statement.number}
         return pdf.html_for("billing/pdf/statement.html", {
-            "statement": statement, "data": data, "items": pdf._dated_items(data), "as_of": statement.as_of,
+            "statement": statement, "data": data, "items": Statement.from_json(data).lines, "as_of": statement.as_of,
             "verify_url": url, "verify_code": code, "qr": pdf.qr_data_uri(url) if url else "",
             "portal_url": documents.portal_url(),
         }, title=title, lang=key)
