@@ -118,44 +118,51 @@ def check_levy(cursor: Any, limit: int) -> list[Finding]:
 
 
 def check_corrections(cursor: Any, limit: int) -> list[Finding]:
-    """¶9, ¶11: each roll correction is posted once for its net change: a charge when more is owed,
-    a ledger credit on its due date when less is owed, nothing when the net does not change."""
+    """¶9, ¶11, ¶12: each roll correction is posted for exactly its net change: its rises are
+    correction charges of its own line (``CorrectionCharge``), its falls principal adjustments, and
+    Σ rises − Σ falls is its net; the ledger credits each day's adjustments once."""
     rows = _rows(cursor, """
-        SELECT c.id, fy.label, rl.parcel_code, c.net_delta, l.status, ch.id, ch.principal, ch.kind,
-               ch.parcel_id = rl.parcel_id AND ch.roll_line_id = rl.id
+        WITH raised AS (
+            SELECT cc.correction_id AS id, SUM(ch.principal) AS amount,
+                   COUNT(*) FILTER (WHERE ch.kind <> 'correction' OR ch.parcel_id <> rl.parcel_id
+                                       OR ch.roll_line_id IS DISTINCT FROM rl.id) AS misplaced
+              FROM billing_correctioncharge cc
+              JOIN billing_charge ch ON ch.id = cc.charge_id
+              JOIN levy_rollcorrection c ON c.id = cc.correction_id
+              JOIN levy_rollline rl ON rl.id = c.roll_line_id
+             GROUP BY cc.correction_id
+        ), lowered AS (
+            SELECT a.correction_id AS id, SUM(a.amount) AS amount FROM billing_principaladjustment a GROUP BY a.correction_id
+        )
+        SELECT c.id, fy.label, rl.parcel_code, c.net_delta, l.status, COALESCE(r.amount, 0), COALESCE(w.amount, 0),
+               COALESCE(r.misplaced, 0)
           FROM levy_rollcorrection c
           JOIN levy_rollline rl ON rl.id = c.roll_line_id
           JOIN levy_levy l ON l.id = rl.levy_id
           JOIN levy_fiscalyear fy ON fy.id = l.fiscal_year_id
-          LEFT JOIN billing_charge ch ON ch.correction_id = c.id
-         WHERE l.status <> 'final'
-            OR (c.net_delta > 0 AND (ch.id IS NULL OR ch.principal <> c.net_delta OR ch.kind <> 'correction'
-                                     OR ch.parcel_id <> rl.parcel_id OR ch.roll_line_id <> rl.id))
-            OR (c.net_delta <= 0 AND ch.id IS NOT NULL)
+          LEFT JOIN raised r ON r.id = c.id
+          LEFT JOIN lowered w ON w.id = c.id
+         WHERE l.status <> 'final' OR COALESCE(r.amount, 0) - COALESCE(w.amount, 0) <> c.net_delta
+            OR COALESCE(r.misplaced, 0) > 0
          ORDER BY c.id
          LIMIT %s
     """, [limit + 1])
 
     def describe(row: tuple) -> str:
-        pk, label, parcel, net, status, charge, principal, kind, same_line = row
+        pk, label, parcel, net, status, raised, lowered, misplaced = row
         where = f"correction {pk} ({label}, parcel {parcel}, net {net})"
         if status != "final":
             return f"{where} corrects a roll that is not final"
-        if net > 0 and charge is None:
-            return f"{where} has no charge"
-        if net <= 0:
-            return f"{where} lowers or keeps the net but has charge C{charge}"
-        if not same_line:
-            return f"{where}: its charge C{charge} is on another parcel or line"
-        return f"{where}: its charge C{charge} is a {kind} of {principal}"
+        if misplaced:
+            return f"{where}: {misplaced} of its charges are on another parcel or line, or not corrections"
+        return f"{where}: its charges raise {raised} and its adjustments lower {lowered}"
 
     findings = _limited("corrections", rows, limit, describe)
     rows = _rows(cursor, """
         WITH expected AS (
-            SELECT rl.parcel_id AS pid, c.due_date AS day, SUM(-c.net_delta) AS amount
-              FROM levy_rollcorrection c JOIN levy_rollline rl ON rl.id = c.roll_line_id
-             WHERE c.net_delta < 0
-             GROUP BY rl.parcel_id, c.due_date
+            SELECT ch.parcel_id AS pid, a.entry_date AS day, SUM(a.amount) AS amount
+              FROM billing_principaladjustment a JOIN billing_charge ch ON ch.id = a.charge_id
+             GROUP BY ch.parcel_id, a.entry_date
         ), posted AS (
             SELECT parcel_id AS pid, entry_date AS day, SUM(credit - debit) AS amount
               FROM billing_ledgerentry WHERE kind = 'correction'
@@ -173,7 +180,9 @@ def check_corrections(cursor: Any, limit: int) -> list[Finding]:
     ))
     charges = _rows(cursor, """
         SELECT c.id, p.parcel_id FROM billing_charge c JOIN parcels_parcel p ON p.id = c.parcel_id
-         WHERE c.kind = 'correction' AND c.correction_id IS NULL ORDER BY c.id LIMIT %s
+         WHERE c.kind = 'correction' AND c.correction_id IS NULL
+           AND NOT EXISTS (SELECT 1 FROM billing_correctioncharge cc WHERE cc.charge_id = c.id)
+         ORDER BY c.id LIMIT %s
     """, [limit + 1])
     findings += _limited("corrections", charges, limit, lambda row: f"charge C{row[0]} (parcel {row[1]}) is a correction "
                                                                    "without its roll correction")
@@ -239,7 +248,9 @@ LEDGER_SHAPE = """
         AND e.refund_id IS NULL)
     OR (e.kind IN ('payment', 'surcharge_void') AND e.debit = 0 AND e.payment_id IS NOT NULL AND e.charge_id IS NULL
         AND e.refund_id IS NULL)
-    OR (e.kind = 'correction' AND e.debit = 0 AND e.charge_id IS NULL AND e.payment_id IS NULL AND e.refund_id IS NULL)
+    OR (e.kind IN ('correction', 'give_back') AND e.debit = 0 AND e.charge_id IS NULL AND e.payment_id IS NULL
+        AND e.refund_id IS NULL)
+    OR (e.kind = 'credit_applied' AND e.credit = 0 AND e.charge_id IS NULL AND e.payment_id IS NULL AND e.refund_id IS NULL)
 """
 
 # The surcharge each payment settled, as printed on its receipt (¶12).
@@ -340,7 +351,8 @@ def check_ledger(cursor: Any, limit: int) -> list[Finding]:
 
 def check_balances(cursor: Any, limit: int) -> list[Finding]:
     """Each parcel's ledger balance (Σ debits − Σ credits) against its records: charges + realized
-    surcharges − payments not voided − correction credits."""
+    surcharges − payments not voided − principal lowered by corrections − surcharge given back +
+    surcharge paid by *crédito aplicado*."""
     rows = _rows(cursor, f"""
         WITH surcharge AS ({RECEIPT_SURCHARGE}),
         kept AS (
@@ -351,8 +363,10 @@ def check_balances(cursor: Any, limit: int) -> list[Finding]:
             SELECT parcel_id, principal AS amount FROM billing_charge
             UNION ALL SELECT parcel_id, -amount FROM kept
             UNION ALL SELECT kept.parcel_id, s.surcharge FROM kept JOIN surcharge s ON s.payment_id = kept.id
-            UNION ALL SELECT rl.parcel_id, c.net_delta FROM levy_rollcorrection c
-                        JOIN levy_rollline rl ON rl.id = c.roll_line_id WHERE c.net_delta < 0
+            UNION ALL SELECT ch.parcel_id, -a.amount FROM billing_principaladjustment a
+                        JOIN billing_charge ch ON ch.id = a.charge_id
+            UNION ALL SELECT parcel_id, -surcharge FROM billing_giveback
+            UNION ALL SELECT parcel_id, surcharge FROM billing_creditapplication
         ),
         expected AS (SELECT parcel_id AS pid, SUM(amount) AS balance FROM movements GROUP BY parcel_id),
         ledger AS (SELECT parcel_id AS pid, SUM(debit) - SUM(credit) AS balance FROM billing_ledgerentry GROUP BY parcel_id)

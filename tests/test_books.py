@@ -47,11 +47,13 @@ def build_books(staff: dict) -> None:
     counter.refund_issue(acting_user=supervisor, parcel=parcel("P5"), amount=Decimal("100.00"), reason="Sobrepago",
                           refunded_on=date(2026, 10, 25))
     line = RollLine.objects.get(parcel__parcel_id="P1", levy__status="final")
+    # ¶12: +120.00 of net splits +60.00 / +60.00: the July half due the day it is made, January on Jan 1.
     roll_correction_create(acting_user=hacienda, roll_line=line, om_charge_delta=Decimal("120.00"), credit_delta=Decimal("0"),
-                           reason="Área corregida", due_date=date(2026, 11, 1))
+                           reason="Área corregida", made_on=date(2026, 11, 1))
     line = RollLine.objects.get(parcel__parcel_id="P3", levy__status="final")
-    roll_correction_create(acting_user=hacienda, roll_line=line, om_charge_delta=Decimal("0"), credit_delta=Decimal("50.00"),
-                           reason="Crédito reconocido", due_date=date(2026, 11, 1))
+    # ¶9: −50.00 of O&M charge (P3 has no credit, so its credit stays 0): each half lowered by 25.00.
+    roll_correction_create(acting_user=hacienda, roll_line=line, om_charge_delta=Decimal("-50.00"), credit_delta=Decimal("0"),
+                           reason="Área corregida a la baja", made_on=date(2026, 11, 1))
     bills.bill_issue(acting_user=hacienda, charge=Charge.objects.get(parcel__parcel_id="P3", number=2),
                          issued_on=date(2026, 12, 1))
     collection.certificate_issue(acting_user=hacienda, parcel=parcel("P3"), as_of=date(2026, 12, 1))
@@ -84,7 +86,7 @@ def test_books_built_through_the_services_balance(books_district):
     assert totals["levy 2026-2027"] == "91800.00"
     assert totals["levy 2026-2027 lines"] == "5 (5 levied)"
     assert totals["charges 2026-2027 installment"] == "10 (91800.00)"
-    assert totals["charges 2026-2027 correction"] == "1 (120.00)"
+    assert totals["charges 2026-2027 correction"] == "2 (120.00)"
     assert totals["corrections 2026-2027"] == "2 (70.00)"
     assert totals["payments"] == "5 (45130.21)"
     assert totals["payments voided"] == "2 (23950.00)"

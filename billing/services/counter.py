@@ -26,6 +26,7 @@ from ..models import (
     LedgerEntry,
     Office,
     Payment,
+    PaymentAllocation,
     PaymentVoid,
     Receipt,
     ReceiptSeries,
@@ -117,8 +118,21 @@ def payment_record(
     )
     payment.full_clean()
     payment.save()
+    # ¶12, ¶13: the allocation is made once, on the account as of the payment's date, and stored;
+    # the receipt prints exactly these rows and no later event derives it again.
+    allocations, to_credit = rules.allocate(state=before.ledger, amount=amount)
+    by_key = before.charges
+    PaymentAllocation.objects.bulk_create(
+        [PaymentAllocation(payment=payment, charge=by_key[a.charge_key], surcharge=a.surcharge, principal=a.principal)
+         for a in allocations]
+        + ([PaymentAllocation(payment=payment, charge=None, surcharge=ZERO, principal=to_credit)] if to_credit > 0 else [])
+    )
     after = account_state(parcel=parcel, as_of=paid_on)
-    mine = [a for a in after.state.applications if a.payment_key == payment_key(payment.pk)]
+    mine = [
+        rules.Application(payment_key=payment_key(payment.pk), charge_key=a.charge_key, surcharge=a.surcharge,
+                          principal=a.principal)
+        for a in allocations
+    ]
     surcharge = sum((a.surcharge for a in mine), ZERO)
     LedgerEntry.objects.create(parcel=parcel, entry_date=paid_on, kind=LedgerEntry.Kind.PAYMENT, credit=amount,
                                payment=payment, description=_("Pago en %(o)s") % {"o": office.code}, created_by=acting_user)
