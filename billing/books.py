@@ -644,6 +644,72 @@ def check_receipt_allocation(cursor: Any, limit: int) -> list[Finding]:
     ))
 
 
+def check_stored_allocations(cursor: Any, limit: int) -> list[Finding]:
+    """¶12, ¶13: each receipt's lines are exactly its payment's stored allocation (charge by charge,
+    surcharge and principal, in the order stored), and the allocation adds up to the payment."""
+    rows = _rows(cursor, """
+        WITH printed AS (
+            SELECT r.id AS rid, r.payment_id AS pid,
+                   COALESCE(string_agg(((a.value ->> 'surcharge')::numeric)::text || '/'
+                                       || ((a.value ->> 'principal_paid')::numeric)::text, ',' ORDER BY a.ordinality), '') AS lines
+              FROM billing_receipt r
+              LEFT JOIN LATERAL jsonb_array_elements(
+                  CASE WHEN jsonb_typeof(r.snapshot -> 'applications') = 'array' THEN r.snapshot -> 'applications' ELSE '[]'::jsonb END
+              ) WITH ORDINALITY a(value, ordinality) ON TRUE
+             GROUP BY r.id
+        ), stored AS (
+            SELECT pm.id AS pid,
+                   COALESCE(string_agg(al.surcharge::text || '/' || al.principal::text, ',' ORDER BY al.id)
+                            FILTER (WHERE al.charge_id IS NOT NULL), '') AS lines,
+                   COALESCE(SUM(al.surcharge + al.principal), 0) AS total, pm.amount
+              FROM billing_payment pm LEFT JOIN billing_paymentallocation al ON al.payment_id = pm.id
+             GROUP BY pm.id
+        )
+        SELECT r.fiscal_year, r.number, o.code, printed.lines, stored.lines, stored.total, stored.amount
+          FROM printed
+          JOIN billing_receipt r ON r.id = printed.rid
+          JOIN billing_office o ON o.id = r.office_id
+          JOIN stored ON stored.pid = printed.pid
+         WHERE printed.lines <> stored.lines OR stored.total <> stored.amount
+         ORDER BY r.id LIMIT %s
+    """, [limit + 1])
+    return _limited("receipts", rows, limit, lambda row: (
+        f"receipt {row[2]}-{row[0]}-{row[1]:06d}: it printed [{row[3]}] (surcharge/principal), "
+        f"its stored allocation is [{row[4]}] of {row[5]} for a payment of {row[6]}"
+    ))
+
+
+def check_statements(cursor: Any, limit: int) -> list[Finding]:
+    """¶12, ¶13: for every parcel, the statement as of today equals its ledger: Σ balances − surcharge
+    accrued and unpaid − credit = Σ (principal − principal paid) − credit = Σ debits − Σ credits of
+    its ledger entries."""
+    from django.utils import timezone
+
+    from parcels.models import Parcel
+
+    from .accounts import account_states
+
+    today = timezone.localdate()
+    ledger = dict(_rows(cursor, "SELECT parcel_id, SUM(debit) - SUM(credit) FROM billing_ledgerentry GROUP BY parcel_id"))
+    ids = sorted(set(ledger) | {pk for (pk,) in _rows(cursor, "SELECT DISTINCT parcel_id FROM billing_charge")})
+    bad: list[tuple] = []
+    for start in range(0, len(ids), 2000):
+        parcels = Parcel.objects.filter(pk__in=ids[start:start + 2000])
+        for pk, account in sorted(account_states(parcels=parcels, as_of=today, roll_lines=False).items()):
+            state = account.state
+            unpaid = sum((c.surcharge - c.surcharge_paid for c in state.charges), Decimal(0))
+            shown = state.total_balance - unpaid - state.credit_balance
+            entries = ledger.get(pk, Decimal(0))
+            if not (shown == entries == account.ledger.ledger_balance):
+                bad.append((account.parcel.parcel_id, shown, account.ledger.ledger_balance, entries))
+            if len(bad) > limit:
+                break
+    return _limited("statements", bad, limit, lambda row: (
+        f"parcel {row[0]}: the statement as of {today.isoformat()} says {row[1]} (balances less unpaid surcharge and "
+        f"credit), its charges less principal paid and credit {row[2]}, the ledger entries {row[3]}"
+    ))
+
+
 # --- 7. The last checkpoint -----------------------------------------------------------------------
 
 # (name, table, timestamp column, aggregate): the records a checkpoint covers and their figures.
@@ -741,7 +807,7 @@ def check_checkpoint(cursor: Any, limit: int) -> list[Finding]:
 
 CHECKS: tuple[Callable[[Any, int], list[Finding]], ...] = (
     check_levy, check_corrections, check_installments, check_ledger, check_receipts, check_document_series, check_documents,
-    check_receipt_allocation, check_chain, check_series_counts, check_checkpoint,
+    check_receipt_allocation, check_stored_allocations, check_statements, check_chain, check_series_counts, check_checkpoint,
 )
 
 
