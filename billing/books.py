@@ -689,7 +689,10 @@ def check_statements(cursor: Any, limit: int) -> list[Finding]:
 
     from .accounts import account_states
 
-    today = timezone.localdate()
+    # As of today; payments (and the entries after them) dated later than today are counted too,
+    # so that the statement is read as of the last dated entry.
+    (latest,) = _rows(cursor, "SELECT MAX(entry_date) FROM billing_ledgerentry WHERE kind <> 'charge'")[0]
+    today = max(timezone.localdate(), latest or timezone.localdate())
     ledger = dict(_rows(cursor, "SELECT parcel_id, SUM(debit) - SUM(credit) FROM billing_ledgerentry GROUP BY parcel_id"))
     ids = sorted(set(ledger) | {pk for (pk,) in _rows(cursor, "SELECT DISTINCT parcel_id FROM billing_charge")})
     bad: list[tuple] = []
