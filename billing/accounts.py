@@ -19,13 +19,24 @@ from django.db import connection
 from django.db.models import F, Sum
 from django.utils.translation import gettext as _
 
-from levy.models import LegalParameterSet, RollCorrection
+from levy.models import LegalParameterSet
 from levy.rules import fiscal_year_label
 from parcels.models import Parcel
 
 from . import rules
 from .errors import BillingError
-from .models import Charge, LedgerEntry, OfficeClosure, Payment
+from .models import (
+    Charge,
+    CreditApplication,
+    GiveBack,
+    LedgerEntry,
+    OfficeClosure,
+    Payment,
+    PaymentAllocation,
+    PrincipalAdjustment,
+    Refund,
+)
+from .models import LastDayMove as LastDayMoveRecord
 from .wording import basis_text, line_label, surcharge_explanation, surcharge_runs
 
 ZERO = Decimal("0.00")
@@ -79,22 +90,83 @@ class Account:
     parcel: Parcel
     state: rules.AccountState
     charges: dict[str, Charge]
+    ledger: rules.LedgerState | None = None
+    records: Records | None = None
 
 
-def account_state(*, parcel: Parcel, as_of: date, extra_payment: rules.PaymentInput | None = None) -> Account:
-    """¶12, ¶13: the parcel's account replayed to ``as_of`` (voids dated after ``as_of`` do not count yet)."""
-    return account_states(parcels=[parcel], as_of=as_of, extra_payment=extra_payment)[parcel.pk]
+@dataclass(frozen=True)
+class Records:
+    """¶12, ¶13: a parcel's stored records, as ``rules.ledger_state`` reads them (nothing derived)."""
+
+    charges: tuple[rules.ChargeRecord, ...]
+    payments: tuple[rules.StoredPayment, ...]
+    credit_applied: tuple[rules.CreditApplied, ...]
+    given_back: tuple[rules.GivenBack, ...]
+    refunds: tuple[rules.RefundRecord, ...]
+
+    def state(self, *, as_of: date, schedule: rules.RateSchedule | None = None) -> rules.LedgerState:
+        return rules.ledger_state(
+            charges=self.charges, payments=self.payments, credit_applied=self.credit_applied, given_back=self.given_back,
+            refunds=self.refunds, as_of=as_of,
+            schedule=LegalParameterSet.history().surcharge_schedule if schedule is None else schedule,
+        )
 
 
-def account_states(
-    *, parcels: Iterable[Parcel], as_of: date, extra_payment: rules.PaymentInput | None = None, roll_lines: bool = True,
-) -> dict[int, Account]:
-    """Replay many accounts at once: three queries for all of them, then the pure rules per parcel.
+def account_state(*, parcel: Parcel, as_of: date) -> Account:
+    """¶12, ¶13: the parcel's account as of ``as_of`` from its stored records (voids dated after ``as_of`` do not count yet)."""
+    return account_states(parcels=[parcel], as_of=as_of)[parcel.pk]
 
-    An office closure recorded after a charge was issued still moves that charge's last day to pay
-    forward (never back): the stored day is rolled past the closed days known now. ``roll_lines``
-    loads each charge's roll line with it (the receipt prints its figures); lists of many accounts
-    that never show them pass False (building those objects was a third of the delinquent list's time)."""
+
+def _account_state_of(ledger: rules.LedgerState, payments: Iterable[rules.StoredPayment]) -> rules.AccountState:
+    """The ledger state in the shape pages, receipts and bills read (``rules.AccountState``): the
+    applications are the stored allocations of the payments that count on ``as_of``."""
+    states = []
+    for c in ledger.charges:
+        states.append(rules.ChargeState(
+            key=c.key, principal=c.principal, due=c.due, last_day=c.last_day, periods=len(c.surcharge_basis),
+            surcharge=c.surcharge, surcharge_basis=tuple((start, unpaid) for start, _rate, unpaid in c.surcharge_basis),
+            principal_paid=c.principal_paid, surcharge_paid=c.surcharge_paid, paid=c.principal_paid + c.surcharge_paid,
+            balance=c.balance, accrues_surcharge=c.accrues_surcharge,
+            first_delinquent=c.last_day + timedelta(days=1) if c.accrues_surcharge else None,
+            surcharge_rates=tuple(rate for _start, rate, _unpaid in c.surcharge_basis),
+        ))
+    applications = tuple(
+        rules.Application(payment_key=p.key, charge_key=a.charge_key, surcharge=a.surcharge, principal=a.principal)
+        for p in sorted(payments, key=lambda p: (p.paid_on, p.key)) if p.counts_on(ledger.as_of) for a in p.allocations
+    )
+    return rules.AccountState(
+        as_of=ledger.as_of, charges=tuple(states), applications=applications, credit_balance=ledger.credit,
+        total_due=sum((s.balance for s in states if s.due <= ledger.as_of), ZERO),
+        total_balance=sum((s.balance for s in states), ZERO),
+    )
+
+
+def account_states(*, parcels: Iterable[Parcel], as_of: date, roll_lines: bool = True) -> dict[int, Account]:
+    """¶12, ¶13: many accounts at once, each read through ``rules.ledger_state`` from its stored
+    records: charges with their principal adjustments and last-day moves, payments with their
+    stored allocations and voids, give-backs, *crédito aplicado* entries and refunds. Nothing is
+    allocated again here: what a receipt stored is what the account says.
+
+    A charge's last day is the stored one, moved past the closed days known now (never back) and
+    by the grace days of the row in force on its due date. ``roll_lines`` loads each charge's roll
+    line with it (the receipt prints its figures); lists of many accounts that never show them
+    pass False."""
+    parcels = {parcel.pk: parcel for parcel in parcels}
+    records = parcel_records(parcels=parcels.values(), as_of=as_of, roll_lines=roll_lines)
+    schedule = LegalParameterSet.history().surcharge_schedule
+    accounts = {}
+    for pk, parcel in parcels.items():
+        found, charges = records[pk]
+        ledger = found.state(as_of=as_of, schedule=schedule)
+        accounts[pk] = Account(parcel=parcel, state=_account_state_of(ledger, found.payments), charges=charges,
+                               ledger=ledger, records=found)
+    return accounts
+
+
+def parcel_records(
+    *, parcels: Iterable[Parcel], as_of: date | None = None, roll_lines: bool = True,
+) -> dict[int, tuple[Records, dict[str, Charge]]]:
+    """¶12, ¶13: the stored records of many parcels (those dated by ``as_of``, or all), in a few queries."""
     parcels = {parcel.pk: parcel for parcel in parcels}
     # Each charge's grace days and Saturday rule are those in force on its due date, each
     # surcharge period's rate the one in force on its first day: a later row changes no past.
@@ -102,22 +174,59 @@ def account_states(
     by_row: dict[int, rules.DelinquencyParameters] = {}
     charges: dict[int, dict[str, Charge]] = {pk: {} for pk in parcels}
     related = ("fiscal_year", "roll_line") if roll_lines else ("fiscal_year",)
-    for charge in Charge.objects.filter(parcel_id__in=parcels).select_related(*related):
+    # A refund is money paid back from the credit (a RefundRecord), not a charge to pay.
+    for charge in (Charge.objects.filter(parcel_id__in=parcels).exclude(kind=Charge.Kind.REFUND)
+                   .select_related(*related)):
         charges[charge.parcel_id][charge_key(charge.pk)] = charge
-    payments: dict[int, list[rules.PaymentInput]] = {pk: [] for pk in parcels}
-    for pk, parcel_id, paid_on, amount in (
-        Payment.objects.filter(parcel_id__in=parcels, paid_on__lte=as_of).exclude(void__voided_on__lte=as_of)
-        .values_list("pk", "parcel_id", "paid_on", "amount")
+    by_charge = {c.pk: (parcel_id, key) for parcel_id, found in charges.items() for key, c in found.items()}
+    lowerings: dict[int, list[rules.PrincipalLowering]] = {}
+    adjustments = PrincipalAdjustment.objects.filter(charge_id__in=by_charge)
+    moves: dict[int, list[rules.LastDayMove]] = {}
+    last_day_moves = LastDayMoveRecord.objects.filter(charge_id__in=by_charge)
+    payments_qs = Payment.objects.filter(parcel_id__in=parcels)
+    backs_qs = GiveBack.objects.filter(parcel_id__in=parcels)
+    applied_qs = CreditApplication.objects.filter(parcel_id__in=parcels)
+    refunds_qs = Refund.objects.filter(parcel_id__in=parcels)
+    if as_of is not None:
+        adjustments = adjustments.filter(entry_date__lte=as_of)
+        last_day_moves = last_day_moves.filter(entry_date__lte=as_of)
+        payments_qs = payments_qs.filter(paid_on__lte=as_of)
+        backs_qs = backs_qs.filter(entry_date__lte=as_of)
+        applied_qs = applied_qs.filter(entry_date__lte=as_of)
+        refunds_qs = refunds_qs.filter(refunded_on__lte=as_of)
+    for charge_id, on, amount in adjustments.values_list("charge_id", "entry_date", "amount"):
+        lowerings.setdefault(charge_id, []).append(rules.PrincipalLowering(entry_date=on, amount=amount))
+    for charge_id, on, day in last_day_moves.values_list("charge_id", "entry_date", "last_day"):
+        moves.setdefault(charge_id, []).append(rules.LastDayMove(entry_date=on, last_day=day))
+    allocations: dict[int, list[tuple[int | None, Decimal, Decimal]]] = {}
+    for payment_id, charge_id, surcharge, principal in PaymentAllocation.objects.filter(
+        payment__in=payments_qs
+    ).order_by("payment_id", "id").values_list("payment_id", "charge_id", "surcharge", "principal"):
+        allocations.setdefault(payment_id, []).append((charge_id, surcharge, principal))
+    payments: dict[int, list[rules.StoredPayment]] = {pk: [] for pk in parcels}
+    for pk, parcel_id, paid_on, voided_on in payments_qs.values_list("pk", "parcel_id", "paid_on", "void__voided_on"):
+        rows = allocations.get(pk, [])
+        payments[parcel_id].append(rules.StoredPayment(
+            key=payment_key(pk), paid_on=paid_on,
+            allocations=tuple(rules.StoredAllocation(charge_key=by_charge[c][1], surcharge=s, principal=p)
+                              for c, s, p in rows if c is not None),
+            to_credit=sum((p for c, _s, p in rows if c is None), ZERO), voided_on=voided_on,
+        ))
+    applied: dict[int, list[rules.CreditApplied]] = {pk: [] for pk in parcels}
+    for parcel_id, charge_id, on, surcharge, principal, source in applied_qs.values_list(
+        "parcel_id", "charge_id", "entry_date", "surcharge", "principal", "source"
     ):
-        payments[parcel_id].append(rules.PaymentInput(key=payment_key(pk), paid_on=paid_on, amount=amount))
-    # Corrections that lower what is owed are credits on their date, applied like payments.
-    for pk, parcel_id, on, net in RollCorrection.objects.filter(
-        roll_line__parcel_id__in=parcels, due_date__lte=as_of, net_delta__lt=0
-    ).values_list("pk", "roll_line__parcel_id", "due_date", "net_delta"):
-        payments[parcel_id].append(rules.PaymentInput(key=f"K{pk:012d}", paid_on=on, amount=-net))
-    if extra_payment is not None:
-        for found in payments.values():
-            found.append(extra_payment)
+        applied[parcel_id].append(rules.CreditApplied(charge_key=charge_key(charge_id), entry_date=on, surcharge=surcharge,
+                                                      principal=principal, source=source))
+    backs: dict[int, list[rules.GivenBack]] = {pk: [] for pk in parcels}
+    for parcel_id, charge_id, on, surcharge, principal, source in backs_qs.values_list(
+        "parcel_id", "charge_id", "entry_date", "surcharge", "principal", "source"
+    ):
+        backs[parcel_id].append(rules.GivenBack(charge_key=charge_key(charge_id), entry_date=on, surcharge=surcharge,
+                                                principal=principal, source=source))
+    refunds: dict[int, list[rules.RefundRecord]] = {pk: [] for pk in parcels}
+    for parcel_id, on, amount in refunds_qs.values_list("parcel_id", "refunded_on", "amount"):
+        refunds[parcel_id].append(rules.RefundRecord(refunded_on=on, amount=amount))
     years = {c.last_day_to_pay.year for found in charges.values() for c in found.values()}
     closed = closed_days(years | {year + 1 for year in years}) if years else frozenset()
 
@@ -128,16 +237,20 @@ def account_states(
         day = max(charge.last_day_to_pay, charge.due_date + timedelta(days=params.grace_days))
         return rules.next_open_day(day=day, closed_days=closed, params=params)
 
-    accounts = {}
-    for pk, parcel in parcels.items():
-        inputs = [
-            rules.ChargeInput(key=key, principal=c.principal.amount, due=c.due_date, last_day=last_day(c),
-                              accrues_surcharge=c.accrues_surcharge)
-            for key, c in charges[pk].items()
-        ]
-        state = rules.account_state(charges=inputs, payments=payments[pk], as_of=as_of, rates=history.surcharge_schedule)
-        accounts[pk] = Account(parcel=parcel, state=state, charges=charges[pk])
-    return accounts
+    result = {}
+    for pk in parcels:
+        records = Records(
+            charges=tuple(
+                rules.ChargeRecord(key=key, principal=c.principal.amount, due=c.due_date, last_day=last_day(c),
+                                   accrues_surcharge=c.accrues_surcharge, lowerings=tuple(lowerings.get(c.pk, ())),
+                                   moves=tuple(moves.get(c.pk, ())))
+                for key, c in charges[pk].items()
+            ),
+            payments=tuple(payments[pk]), credit_applied=tuple(applied[pk]), given_back=tuple(backs[pk]),
+            refunds=tuple(refunds[pk]),
+        )
+        result[pk] = (records, charges[pk])
+    return result
 
 
 # --- Where a payment typed at the counter would go ------------------------------------------
@@ -170,26 +283,22 @@ class PaymentDestination:
 
 
 def payment_destination(*, parcel: Parcel, amount: Decimal, on: date) -> PaymentDestination:
-    """The replay of the account with the amount added as one more payment (nothing is written)."""
-    key = "PREVIEW"  # sorts after every stored payment key (P000…) of the same day, as the real one will
+    """¶12, ¶13: where the amount would go, by ``rules.allocate`` on the account as of ``on``
+    exactly as ``payment_record`` will store it (nothing is written)."""
     before = account_state(parcel=parcel, as_of=on)
-    after = account_state(parcel=parcel, as_of=on, extra_payment=rules.PaymentInput(key=key, paid_on=on, amount=amount))
-    states = {state.key: state for state in after.state.charges}
+    allocations, credit = rules.allocate(state=before.ledger, amount=amount)
+    dues = {state.key: state.due for state in before.state.charges}
     to_due = ZERO
     early: list[EarlyPayment] = []
-    for application in after.state.applications:
-        if application.payment_key != key:
-            continue
-        state = states[application.charge_key]
-        if state.due <= on:
-            to_due += application.amount
+    for allocation in allocations:
+        due = dues[allocation.charge_key]
+        if due <= on:
+            to_due += allocation.amount
         else:
-            early.append(EarlyPayment(description=after.charges[application.charge_key].label, due_date=state.due,
-                                      amount=application.amount))
-    credit = amount - to_due - sum((item.amount for item in early), ZERO)
+            early.append(EarlyPayment(description=before.charges[allocation.charge_key].label, due_date=due,
+                                      amount=allocation.amount))
     return PaymentDestination(amount=amount, total_due=before.state.total_due, to_due=to_due, early=tuple(early),
                               credit=credit)
-
 
 
 # --- The statement ----------------------------------------------------------------------------

@@ -118,44 +118,51 @@ def check_levy(cursor: Any, limit: int) -> list[Finding]:
 
 
 def check_corrections(cursor: Any, limit: int) -> list[Finding]:
-    """¶9, ¶11: each roll correction is posted once for its net change: a charge when more is owed,
-    a ledger credit on its due date when less is owed, nothing when the net does not change."""
+    """¶9, ¶11, ¶12: each roll correction is posted for exactly its net change: its rises are
+    correction charges of its own line (``CorrectionCharge``), its falls principal adjustments, and
+    Σ rises − Σ falls is its net; the ledger credits each day's adjustments once."""
     rows = _rows(cursor, """
-        SELECT c.id, fy.label, rl.parcel_code, c.net_delta, l.status, ch.id, ch.principal, ch.kind,
-               ch.parcel_id = rl.parcel_id AND ch.roll_line_id = rl.id
+        WITH raised AS (
+            SELECT cc.correction_id AS id, SUM(ch.principal) AS amount,
+                   COUNT(*) FILTER (WHERE ch.kind <> 'correction' OR ch.parcel_id <> rl.parcel_id
+                                       OR ch.roll_line_id IS DISTINCT FROM rl.id) AS misplaced
+              FROM billing_correctioncharge cc
+              JOIN billing_charge ch ON ch.id = cc.charge_id
+              JOIN levy_rollcorrection c ON c.id = cc.correction_id
+              JOIN levy_rollline rl ON rl.id = c.roll_line_id
+             GROUP BY cc.correction_id
+        ), lowered AS (
+            SELECT a.correction_id AS id, SUM(a.amount) AS amount FROM billing_principaladjustment a GROUP BY a.correction_id
+        )
+        SELECT c.id, fy.label, rl.parcel_code, c.net_delta, l.status, COALESCE(r.amount, 0), COALESCE(w.amount, 0),
+               COALESCE(r.misplaced, 0)
           FROM levy_rollcorrection c
           JOIN levy_rollline rl ON rl.id = c.roll_line_id
           JOIN levy_levy l ON l.id = rl.levy_id
           JOIN levy_fiscalyear fy ON fy.id = l.fiscal_year_id
-          LEFT JOIN billing_charge ch ON ch.correction_id = c.id
-         WHERE l.status <> 'final'
-            OR (c.net_delta > 0 AND (ch.id IS NULL OR ch.principal <> c.net_delta OR ch.kind <> 'correction'
-                                     OR ch.parcel_id <> rl.parcel_id OR ch.roll_line_id <> rl.id))
-            OR (c.net_delta <= 0 AND ch.id IS NOT NULL)
+          LEFT JOIN raised r ON r.id = c.id
+          LEFT JOIN lowered w ON w.id = c.id
+         WHERE l.status <> 'final' OR COALESCE(r.amount, 0) - COALESCE(w.amount, 0) <> c.net_delta
+            OR COALESCE(r.misplaced, 0) > 0
          ORDER BY c.id
          LIMIT %s
     """, [limit + 1])
 
     def describe(row: tuple) -> str:
-        pk, label, parcel, net, status, charge, principal, kind, same_line = row
+        pk, label, parcel, net, status, raised, lowered, misplaced = row
         where = f"correction {pk} ({label}, parcel {parcel}, net {net})"
         if status != "final":
             return f"{where} corrects a roll that is not final"
-        if net > 0 and charge is None:
-            return f"{where} has no charge"
-        if net <= 0:
-            return f"{where} lowers or keeps the net but has charge C{charge}"
-        if not same_line:
-            return f"{where}: its charge C{charge} is on another parcel or line"
-        return f"{where}: its charge C{charge} is a {kind} of {principal}"
+        if misplaced:
+            return f"{where}: {misplaced} of its charges are on another parcel or line, or not corrections"
+        return f"{where}: its charges raise {raised} and its adjustments lower {lowered}"
 
     findings = _limited("corrections", rows, limit, describe)
     rows = _rows(cursor, """
         WITH expected AS (
-            SELECT rl.parcel_id AS pid, c.due_date AS day, SUM(-c.net_delta) AS amount
-              FROM levy_rollcorrection c JOIN levy_rollline rl ON rl.id = c.roll_line_id
-             WHERE c.net_delta < 0
-             GROUP BY rl.parcel_id, c.due_date
+            SELECT ch.parcel_id AS pid, a.entry_date AS day, SUM(a.amount) AS amount
+              FROM billing_principaladjustment a JOIN billing_charge ch ON ch.id = a.charge_id
+             GROUP BY ch.parcel_id, a.entry_date
         ), posted AS (
             SELECT parcel_id AS pid, entry_date AS day, SUM(credit - debit) AS amount
               FROM billing_ledgerentry WHERE kind = 'correction'
@@ -173,7 +180,9 @@ def check_corrections(cursor: Any, limit: int) -> list[Finding]:
     ))
     charges = _rows(cursor, """
         SELECT c.id, p.parcel_id FROM billing_charge c JOIN parcels_parcel p ON p.id = c.parcel_id
-         WHERE c.kind = 'correction' AND c.correction_id IS NULL ORDER BY c.id LIMIT %s
+         WHERE c.kind = 'correction' AND c.correction_id IS NULL
+           AND NOT EXISTS (SELECT 1 FROM billing_correctioncharge cc WHERE cc.charge_id = c.id)
+         ORDER BY c.id LIMIT %s
     """, [limit + 1])
     findings += _limited("corrections", charges, limit, lambda row: f"charge C{row[0]} (parcel {row[1]}) is a correction "
                                                                    "without its roll correction")
@@ -239,7 +248,9 @@ LEDGER_SHAPE = """
         AND e.refund_id IS NULL)
     OR (e.kind IN ('payment', 'surcharge_void') AND e.debit = 0 AND e.payment_id IS NOT NULL AND e.charge_id IS NULL
         AND e.refund_id IS NULL)
-    OR (e.kind = 'correction' AND e.debit = 0 AND e.charge_id IS NULL AND e.payment_id IS NULL AND e.refund_id IS NULL)
+    OR (e.kind IN ('correction', 'give_back') AND e.debit = 0 AND e.charge_id IS NULL AND e.payment_id IS NULL
+        AND e.refund_id IS NULL)
+    OR (e.kind = 'credit_applied' AND e.credit = 0 AND e.charge_id IS NULL AND e.payment_id IS NULL AND e.refund_id IS NULL)
 """
 
 # The surcharge each payment settled, as printed on its receipt (¶12).
@@ -340,7 +351,8 @@ def check_ledger(cursor: Any, limit: int) -> list[Finding]:
 
 def check_balances(cursor: Any, limit: int) -> list[Finding]:
     """Each parcel's ledger balance (Σ debits − Σ credits) against its records: charges + realized
-    surcharges − payments not voided − correction credits."""
+    surcharges − payments not voided − principal lowered by corrections − surcharge given back +
+    surcharge paid by *crédito aplicado*."""
     rows = _rows(cursor, f"""
         WITH surcharge AS ({RECEIPT_SURCHARGE}),
         kept AS (
@@ -351,8 +363,10 @@ def check_balances(cursor: Any, limit: int) -> list[Finding]:
             SELECT parcel_id, principal AS amount FROM billing_charge
             UNION ALL SELECT parcel_id, -amount FROM kept
             UNION ALL SELECT kept.parcel_id, s.surcharge FROM kept JOIN surcharge s ON s.payment_id = kept.id
-            UNION ALL SELECT rl.parcel_id, c.net_delta FROM levy_rollcorrection c
-                        JOIN levy_rollline rl ON rl.id = c.roll_line_id WHERE c.net_delta < 0
+            UNION ALL SELECT ch.parcel_id, -a.amount FROM billing_principaladjustment a
+                        JOIN billing_charge ch ON ch.id = a.charge_id
+            UNION ALL SELECT parcel_id, -surcharge FROM billing_giveback
+            UNION ALL SELECT parcel_id, surcharge FROM billing_creditapplication
         ),
         expected AS (SELECT parcel_id AS pid, SUM(amount) AS balance FROM movements GROUP BY parcel_id),
         ledger AS (SELECT parcel_id AS pid, SUM(debit) - SUM(credit) AS balance FROM billing_ledgerentry GROUP BY parcel_id)
@@ -631,6 +645,75 @@ def check_receipt_allocation(cursor: Any, limit: int) -> list[Finding]:
     ))
 
 
+def check_stored_allocations(cursor: Any, limit: int) -> list[Finding]:
+    """¶12, ¶13: each receipt's lines are exactly its payment's stored allocation (charge by charge,
+    surcharge and principal, in the order stored), and the allocation adds up to the payment."""
+    rows = _rows(cursor, """
+        WITH printed AS (
+            SELECT r.id AS rid, r.payment_id AS pid,
+                   COALESCE(string_agg(((a.value ->> 'surcharge')::numeric)::text || '/'
+                                       || ((a.value ->> 'principal_paid')::numeric)::text, ',' ORDER BY a.ordinality), '') AS lines
+              FROM billing_receipt r
+              LEFT JOIN LATERAL jsonb_array_elements(
+                  CASE WHEN jsonb_typeof(r.snapshot -> 'applications') = 'array' THEN r.snapshot -> 'applications' ELSE '[]'::jsonb END
+              ) WITH ORDINALITY a(value, ordinality) ON TRUE
+             GROUP BY r.id
+        ), stored AS (
+            SELECT pm.id AS pid,
+                   COALESCE(string_agg(al.surcharge::text || '/' || al.principal::text, ',' ORDER BY al.id)
+                            FILTER (WHERE al.charge_id IS NOT NULL), '') AS lines,
+                   COALESCE(SUM(al.surcharge + al.principal), 0) AS total, pm.amount
+              FROM billing_payment pm LEFT JOIN billing_paymentallocation al ON al.payment_id = pm.id
+             GROUP BY pm.id
+        )
+        SELECT r.fiscal_year, r.number, o.code, printed.lines, stored.lines, stored.total, stored.amount
+          FROM printed
+          JOIN billing_receipt r ON r.id = printed.rid
+          JOIN billing_office o ON o.id = r.office_id
+          JOIN stored ON stored.pid = printed.pid
+         WHERE printed.lines <> stored.lines OR stored.total <> stored.amount
+         ORDER BY r.id LIMIT %s
+    """, [limit + 1])
+    return _limited("receipts", rows, limit, lambda row: (
+        f"receipt {row[2]}-{row[0]}-{row[1]:06d}: it printed [{row[3]}] (surcharge/principal), "
+        f"its stored allocation is [{row[4]}] of {row[5]} for a payment of {row[6]}"
+    ))
+
+
+def check_statements(cursor: Any, limit: int) -> list[Finding]:
+    """¶12, ¶13: for every parcel, the statement as of today equals its ledger: Σ balances − surcharge
+    accrued and unpaid − credit = Σ (principal − principal paid) − credit = Σ debits − Σ credits of
+    its ledger entries."""
+    from django.utils import timezone
+
+    from parcels.models import Parcel
+
+    from .accounts import account_states
+
+    # As of today; payments (and the entries after them) dated later than today are counted too,
+    # so that the statement is read as of the last dated entry.
+    (latest,) = _rows(cursor, "SELECT MAX(entry_date) FROM billing_ledgerentry WHERE kind <> 'charge'")[0]
+    today = max(timezone.localdate(), latest or timezone.localdate())
+    ledger = dict(_rows(cursor, "SELECT parcel_id, SUM(debit) - SUM(credit) FROM billing_ledgerentry GROUP BY parcel_id"))
+    ids = sorted(set(ledger) | {pk for (pk,) in _rows(cursor, "SELECT DISTINCT parcel_id FROM billing_charge")})
+    bad: list[tuple] = []
+    for start in range(0, len(ids), 2000):
+        parcels = Parcel.objects.filter(pk__in=ids[start:start + 2000])
+        for pk, account in sorted(account_states(parcels=parcels, as_of=today, roll_lines=False).items()):
+            state = account.state
+            unpaid = sum((c.surcharge - c.surcharge_paid for c in state.charges), Decimal(0))
+            shown = state.total_balance - unpaid - state.credit_balance
+            entries = ledger.get(pk, Decimal(0))
+            if not (shown == entries == account.ledger.ledger_balance):
+                bad.append((account.parcel.parcel_id, shown, account.ledger.ledger_balance, entries))
+            if len(bad) > limit:
+                break
+    return _limited("statements", bad, limit, lambda row: (
+        f"parcel {row[0]}: the statement as of {today.isoformat()} says {row[1]} (balances less unpaid surcharge and "
+        f"credit), its charges less principal paid and credit {row[2]}, the ledger entries {row[3]}"
+    ))
+
+
 # --- 7. The last checkpoint -----------------------------------------------------------------------
 
 # (name, table, timestamp column, aggregate): the records a checkpoint covers and their figures.
@@ -728,7 +811,7 @@ def check_checkpoint(cursor: Any, limit: int) -> list[Finding]:
 
 CHECKS: tuple[Callable[[Any, int], list[Finding]], ...] = (
     check_levy, check_corrections, check_installments, check_ledger, check_receipts, check_document_series, check_documents,
-    check_receipt_allocation, check_chain, check_series_counts, check_checkpoint,
+    check_receipt_allocation, check_stored_allocations, check_statements, check_chain, check_series_counts, check_checkpoint,
 )
 
 

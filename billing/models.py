@@ -299,6 +299,8 @@ class LedgerEntry(models.Model):
         SURCHARGE_VOID = "surcharge_void", _("Recargo revertido")
         REFUND = "refund", _("Reembolso")
         CORRECTION = "correction", _("Corrección a favor")
+        GIVE_BACK = "give_back", _("Recargo devuelto")
+        CREDIT_APPLIED = "credit_applied", _("Recargo pagado con crédito")
 
     parcel = models.ForeignKey("parcels.Parcel", on_delete=models.PROTECT, related_name="ledger")
     entry_date = models.DateField()

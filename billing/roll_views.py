@@ -156,7 +156,7 @@ def corrections(request: HttpRequest, year: str) -> HttpResponse:
                     correction_services.roll_correction_create(
                         acting_user=request.user, roll_line=line, om_charge_delta=form.cleaned_data["om_charge_delta"],
                         credit_delta=form.cleaned_data["credit_delta"], reason=form.cleaned_data["reason"],
-                        due_date=form.cleaned_data["due_date"],
+                        due_date=form.cleaned_data["due_date"], credit_percent=form.cleaned_data["credit_percent"],
                     )
                 except LevyError as exc:
                     form.add_error(None, str(exc))

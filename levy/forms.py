@@ -130,6 +130,10 @@ class CorrectionForm(forms.Form):
     om_charge_delta = forms.DecimalField(label=_("Cambio en el cargo de O&M (¶9)"), max_digits=14, decimal_places=2, initial=0,
                                          help_text=_("Positivo si se debe más; negativo si se debe menos."))
     credit_delta = forms.DecimalField(label=_("Cambio en el crédito por derechos de agua cedidos (¶7)"), max_digits=14,
-                                      decimal_places=2, initial=0)
+                                      decimal_places=2, initial=0,
+                                      help_text=_("Solo con un nuevo por ciento de la sec. 372; si no, el crédito sigue al cargo."))
+    credit_percent = forms.DecimalField(label=_("Nuevo por ciento de crédito (sec. 372)"), max_digits=5, decimal_places=2,
+                                        required=False, min_value=0, max_value=100)
     reason = forms.CharField(label=_("Razón"), widget=forms.Textarea(attrs={"rows": 2}))
-    due_date = forms.DateField(label=_("Vence"), widget=DateInput())
+    due_date = forms.DateField(label=_("Vence"), widget=DateInput(), required=False,
+                               help_text=_("Opcional: una fecha posterior a la que dicta la regla, nunca anterior."))

@@ -386,6 +386,9 @@ class RollCorrection(models.Model):
     om_charge_delta = money_field(_("cambio en el cargo de O&M"))
     credit_delta = money_field(_("cambio en el crédito"))
     net_delta = money_field(_("cambio neto"))
+    # ¶7: the sec. 372 percentage this correction recorded (None: the line's percentage stands).
+    credit_percent = models.DecimalField(_("nuevo por ciento de crédito (sec. 372)"), max_digits=5, decimal_places=2,
+                                         null=True, blank=True)
     reason = models.TextField(_("razón"))
     due_date = models.DateField(_("vence"))
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")

@@ -10,6 +10,7 @@ from decimal import Decimal
 
 import pgtrigger
 import pytest
+from django.utils import timezone
 
 from billing import books
 from billing.models import Charge, IssuedDocument, LedgerEntry, Receipt
@@ -47,11 +48,13 @@ def build_books(staff: dict) -> None:
     counter.refund_issue(acting_user=supervisor, parcel=parcel("P5"), amount=Decimal("100.00"), reason="Sobrepago",
                           refunded_on=date(2026, 10, 25))
     line = RollLine.objects.get(parcel__parcel_id="P1", levy__status="final")
+    # ¶12: +120.00 of net splits +60.00 / +60.00: the July half due the day it is made, January on Jan 1.
     roll_correction_create(acting_user=hacienda, roll_line=line, om_charge_delta=Decimal("120.00"), credit_delta=Decimal("0"),
-                           reason="Área corregida", due_date=date(2026, 11, 1))
+                           reason="Área corregida", made_on=date(2026, 11, 1))
     line = RollLine.objects.get(parcel__parcel_id="P3", levy__status="final")
-    roll_correction_create(acting_user=hacienda, roll_line=line, om_charge_delta=Decimal("0"), credit_delta=Decimal("50.00"),
-                           reason="Crédito reconocido", due_date=date(2026, 11, 1))
+    # ¶9: −50.00 of O&M charge (P3 has no credit, so its credit stays 0): each half lowered by 25.00.
+    roll_correction_create(acting_user=hacienda, roll_line=line, om_charge_delta=Decimal("-50.00"), credit_delta=Decimal("0"),
+                           reason="Área corregida a la baja", made_on=date(2026, 11, 1))
     bills.bill_issue(acting_user=hacienda, charge=Charge.objects.get(parcel__parcel_id="P3", number=2),
                          issued_on=date(2026, 12, 1))
     collection.certificate_issue(acting_user=hacienda, parcel=parcel("P3"), as_of=date(2026, 12, 1))
@@ -85,7 +88,7 @@ def test_books_built_through_the_services_balance(books_district):
     assert totals["levy 2026-2027"] == "91800.00"
     assert totals["levy 2026-2027 lines"] == "5 (5 levied)"
     assert totals["charges 2026-2027 installment"] == "10 (91800.00)"
-    assert totals["charges 2026-2027 correction"] == "1 (120.00)"
+    assert totals["charges 2026-2027 correction"] == "2 (120.00)"
     assert totals["corrections 2026-2027"] == "2 (70.00)"
     assert totals["payments"] == "5 (45130.21)"
     assert totals["payments voided"] == "2 (23950.00)"
@@ -126,8 +129,9 @@ def test_verify_books_prints_the_control_totals_and_compares_them(books_district
 @pytest.mark.django_db
 def test_the_checks_are_set_based(books_district, staff, django_assert_max_num_queries):
     """The number of queries does not grow with the books (one query per check; the chain's
-    records are one query of every kind together)."""
-    with django_assert_max_num_queries(25) as before:
+    records are one query of every kind together; the statements of every parcel, a few queries
+    per 2,000 parcels)."""
+    with django_assert_max_num_queries(40) as before:
         assert books.verify() == []
     for day in range(3, 9):
         counter.payment_record(acting_user=staff["collector"], parcel=parcel("P3"), amount=Decimal("10.00"),
@@ -185,6 +189,8 @@ def test_a_changed_ledger_entry_is_found(books_district):
         f"ledger: payment P{entry.payment_id} (parcel P1, 9180.00), receipt surcharge 0.00: ledger has payment 1×9179.00, "
         "void 0×0, surcharge 0×0, surcharge reversal 0×0",
         "ledger: parcel P1: charges + surcharges − payments − credits = 9300.00, the ledger balance is 9301.00",
+        f"statements: parcel P1: the statement as of {timezone.localdate()} says 9300.00 (balances less unpaid surcharge and credit), "
+        "its charges less principal paid and credit 9300.00, the ledger entries 9301.00",
     ]
 
 
@@ -241,4 +247,23 @@ def test_a_correction_credit_missing_from_the_ledger_is_found(books_district):
     assert findings == [
         "corrections: parcel P3 on 2026-11-01: corrections lower the debt by 50.00, the ledger credits 0",
         "ledger: parcel P3: charges + surcharges − payments − credits = 9130.00, the ledger balance is 9180.00",
+        f"statements: parcel P3: the statement as of {timezone.localdate()} says 9130.00 (balances less unpaid surcharge and credit), "
+        "its charges less principal paid and credit 9130.00, the ledger entries 9180.00",
     ]
+
+
+@pytest.mark.books_unchecked
+@pytest.mark.django_db
+def test_a_changed_stored_allocation_is_found(books_district):
+    from billing.models import PaymentAllocation
+
+    row = PaymentAllocation.objects.get(payment__parcel__parcel_id="P1", charge__number=1)
+    with pgtrigger.ignore("billing.PaymentAllocation:append_only"):
+        PaymentAllocation.objects.filter(pk=row.pk).update(principal=Decimal("9179.00"))
+    findings = [str(f) for f in books.verify()]
+    receipt = Receipt.objects.get(payment=row.payment)
+    assert (
+        f"receipts: receipt {receipt.display_number}: it printed [0.00/9180.00] (surcharge/principal), its stored "
+        "allocation is [0.00/9179.00] of 9179.00 for a payment of 9180.00"
+    ) in findings
+    assert any(f.startswith("statements: parcel P1: ") and f.endswith("says 9301.00 (balances less unpaid surcharge and credit), its charges less principal paid and credit 9301.00, the ledger entries 9300.00") for f in findings)

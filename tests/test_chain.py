@@ -232,9 +232,10 @@ def test_an_edited_ledger_amount_is_found(books_district, monkeypatch):
     assert f"ledger: payment P{entry.payment_id} (parcel P1, 9180.00), receipt surcharge 0.00: ledger has payment " \
            "1×9179.00, void 0×0, surcharge 0×0, surcharge reversal 0×0" in lines
     mark = check.checkpoint.marks["billing_ledgerentry"]
-    # credits: payments 45130.21 + the voided payment's surcharge reversed 11.25 + the correction credit 50.00
+    # credits: payments 45130.21 + the voided payment's surcharge reversed 11.25 + the correction credits 25.00 + 25.00;
+    # 26 entries: the correction of P1 raises both halves (two charges), that of P3 lowers both (two credits)
     assert f"checkpoint: checkpoint {check.checkpoint.pk} of {check.started_at:%Y-%m-%d %H:%M}: ledger entries up to #{mark}: " \
-           f"was 24 (debits 116073.05, credits 45191.46), now 24 (debits 116073.05, credits 45190.46)" in lines
+           f"was 26 (debits 116073.05, credits 45191.46), now 26 (debits 116073.05, credits 45190.46)" in lines
 
 
 @pytest.mark.books_unchecked

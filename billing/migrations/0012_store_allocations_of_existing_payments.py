@@ -101,6 +101,7 @@ def store_allocations(apps, schema_editor):
         "pk", "roll_line__parcel_id", "due_date", "net_delta", "created_at"
     ):
         by_parcel[parcel_id]["corrections"].append((pk, on, net, recorded))
+    stored = set(PaymentAllocation.objects.values_list("payment_id", flat=True))  # the counter stores them now
     rows = []
     for parcel_id in sorted(parcel for parcel, found in by_parcel.items() if found["payments"]):
         charges = by_parcel[parcel_id]["charges"]
@@ -132,6 +133,8 @@ def store_allocations(apps, schema_editor):
             ]
             state = rules.account_state(charges=inputs, payments=replayed, as_of=paid_on, params=params)
             mine = [a for a in state.applications if a.payment_key == f"P{pk:012d}"]
+            if pk in stored:
+                continue
             figures = _receipt_figures(snapshots.get(pk), mine, charges, labels)
             if figures is None or sum((s + p for s, p in figures), ZERO) > amount:
                 figures = [(a.surcharge, a.principal) for a in mine]

@@ -15,7 +15,7 @@ from parcels.models import Parcel
 from parcels.officers import OfficerSignatureMissing, officer_signature
 from parcels.roles import COLLECTOR, HACIENDA, SUPERVISOR, has_role
 
-from .. import chain, documents
+from .. import chain, documents, rules
 from ..accounts import statement
 from ..errors import BillingError
 from ..models import DebtCertificate, OfficeClosure, SeizureCase, SeizureStep
@@ -25,14 +25,52 @@ from .numbering import document_number
 
 @transaction.atomic
 def office_closure_add(*, acting_user: Any, day: date, reason: str) -> OfficeClosure:
-    """¶12: a day the offices were closed (a storm, a holiday proclaimed late): a last day to pay
-    that falls on it moves to the next day the offices open, for charges already issued too."""
+    """¶12: a day the offices were closed (a storm, a holiday proclaimed late); see
+    :func:`office_closure_record`."""
+    return office_closure_record(acting_user=acting_user, day=day, reason=reason)[0]
+
+
+@transaction.atomic
+def office_closure_record(*, acting_user: Any, day: date, reason: str) -> tuple[OfficeClosure, int]:
+    """¶12: a day the offices were closed, past days allowed (a hurricane). Every issued charge
+    whose last day to pay falls on it gets a dated ``LastDayMove`` to the next day the offices
+    open, whenever the closure is recorded; surcharge already paid that the moved day means was
+    never owed is given back citing the closure, and goes to the oldest open charge (or stays as
+    credit). Receipts and bills already issued keep what they printed. Returns (closure, moves)."""
+    from ..accounts import closed_days, delinquency_parameters, parcel_records
+    from ..models import Charge, LastDayMove
+    from .corrections import freed_money
+
     if not has_role(acting_user, HACIENDA):
         raise BillingError(_("Solo Hacienda registra los cierres de oficina."))
+    today = timezone.localdate()
+    # A last day moves at most past a run of closed days: the charges whose stored day is near.
+    near = Charge.objects.filter(last_day_to_pay__lte=day, last_day_to_pay__gte=day - timedelta(days=20)).exclude(
+        kind=Charge.Kind.REFUND
+    )
+    parcels = Parcel.objects.filter(pk__in=near.values("parcel_id"))
+    before = parcel_records(parcels=parcels)
     closure = OfficeClosure(day=day, reason=reason.strip(), created_by=acting_user)
     closure.full_clean()
     closure.save()
-    return closure
+    closed = closed_days([day.year, day.year + 1])
+    name = f"Cierre de oficinas del {day.strftime('%d/%m/%Y')} (¶12)"
+    moved = 0
+    for parcel_id, (records, charges) in before.items():
+        lowered = []
+        for record in records.charges:
+            if record.last_day_on(today) != day:
+                continue
+            charge = charges[record.key]
+            new_day = rules.next_open_day(day=day, closed_days=closed, params=delinquency_parameters(charge.due_date))
+            LastDayMove.objects.create(charge=charge, closure=closure, last_day=new_day, entry_date=today,
+                                       created_by=acting_user)
+            lowered.append(charge.pk)
+            moved += 1
+        if lowered:
+            freed_money(acting_user=acting_user, parcel_id=parcel_id, charge_ids=lowered, on=today, source="closure",
+                        closure=closure, name=name)
+    return closure, moved
 
 
 def _signature(user: Any) -> tuple[str, str]:

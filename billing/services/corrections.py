@@ -1,67 +1,286 @@
-"""¶9, ¶11: a supplementary entry on a finalized roll line, on the parcel's account."""
+"""¶7, ¶9, ¶11, ¶12: corrections of a finalized roll line, posted as the ledger's own dated entries.
+
+The arithmetic is ``billing.rules.correction_plan``: a rise of a half is a new correction charge
+(``CorrectionCharge``) due on the latest of the day the correction is made, the first day of the
+fiscal year and the half's own due date; a fall lowers the half's principal
+(``PrincipalAdjustment``, effective from its own due date), gives back the surcharge paid beyond
+what is owed on the lowered principal (``GiveBack``) and sends the money freed to the oldest open
+charge (``CreditApplication``); only what is left is refundable credit. Receipts already issued
+are never touched.
+"""
 
 from __future__ import annotations
 
 from datetime import date
-from decimal import Decimal
+from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from django.db import transaction
+from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from levy import rules as levy_rules
 from levy.models import RollCorrection, RollLine
 from levy.services import LevyError, require_role
+from parcels.models import Parcel
 from parcels.roles import HACIENDA
 
-from .. import chain
-from ..accounts import due_and_last_day
-from ..models import Charge, LedgerEntry
+from .. import chain, rules
+from ..accounts import due_and_last_day, parcel_records
+from ..models import (
+    Charge,
+    CorrectionCharge,
+    CreditApplication,
+    GiveBack,
+    LedgerEntry,
+    PrincipalAdjustment,
+    SeizureCase,
+    Source,
+)
+
+ZERO = Decimal("0.00")
 
 
-@transaction.atomic
-def correction_post(*, acting_user: Any, correction: Any) -> None:
-    """¶9, ¶11: a supplementary roll entry on the parcel's account. More owed is a charge of its
-    own (due on the correction's date, with the ¶12 surcharge if left unpaid); less owed is a
-    credit on that date, applied like a payment to the oldest balance."""
-    chain.link(chain.CORRECTION, correction.pk)
-    line = correction.roll_line
-    net = correction.net_delta.amount
-    description = f"Corrección {line.levy.fiscal_year.label}: {correction.reason[:120]}"
-    if net > 0:
-        due, last_day = due_and_last_day(due=correction.due_date)
-        charge = Charge.objects.create(
-            parcel_id=line.parcel_id, kind=Charge.Kind.CORRECTION, fiscal_year=line.levy.fiscal_year, roll_line=line,
-            correction=correction, description=description, principal=net, due_date=due, last_day_to_pay=last_day,
-            created_by=acting_user,
-        )
-        LedgerEntry.objects.create(parcel_id=line.parcel_id, entry_date=due, kind=LedgerEntry.Kind.CHARGE, debit=net,
-                                   charge=charge, description=description, created_by=acting_user)
-    elif net < 0:
-        LedgerEntry.objects.create(parcel_id=line.parcel_id, entry_date=correction.due_date, kind=LedgerEntry.Kind.CORRECTION,
-                                   credit=-net, description=description, created_by=acting_user)
+def _money(value: Decimal) -> str:
+    return f"-${-value:,.2f}" if value < 0 else f"${value:,.2f}"
+
+
+def refusal_message(refused: rules.CorrectionRefused) -> str:
+    """¶9, ¶11: why a correction is refused, in Spanish, with the line's figures and the limit."""
+    figures = _("el renglón tiene ahora cargo de O&M %(c)s, crédito %(k)s y neto %(n)s") % {
+        "c": _money(refused.current_charge), "k": _money(refused.current_credit), "n": _money(refused.current_net),
+    }
+    limit = refused.limit
+    reason = refused.reason
+    if reason == rules.REFUSE_SUB_CENT:
+        text = _("Los cambios se expresan en centavos enteros; no se redondean.")
+    elif reason == rules.REFUSE_NOTHING:
+        text = _("Una corrección debe cambiar el cargo o el crédito.")
+    elif reason == rules.REFUSE_CHARGE_NEGATIVE:
+        text = _("El cargo de O&M quedaría bajo cero: el cambio no puede ser menor que %(l)s.") % {"l": _money(limit)}
+    elif reason == rules.REFUSE_CREDIT_NEGATIVE:
+        text = _("El crédito quedaría bajo cero: el cambio no puede ser menor que %(l)s.") % {"l": _money(limit)}
+    elif reason == rules.REFUSE_CREDIT_ABOVE_CHARGE:
+        text = _("El crédito quedaría sobre el cargo corregido (%(l)s); el crédito no puede exceder el cargo (¶7).") % {
+            "l": _money(limit)}
+    elif reason == rules.REFUSE_NET_NEGATIVE:
+        text = _("El neto quedaría bajo cero.")
+    elif reason == rules.REFUSE_CREDIT_WITHOUT_PERCENT:
+        text = _("El crédito sigue al cargo (¶7): un cambio del crédito por sí solo requiere un nuevo por ciento de "
+                 "la sec. 372.")
+    elif reason == rules.REFUSE_PERCENT:
+        text = _("El por ciento de la sec. 372 debe estar entre 0 y 100.")
+    elif reason == rules.REFUSE_DUE_TOO_EARLY:
+        text = _("La fecha de vencimiento no puede ser anterior al %(l)s (el día de la corrección, el comienzo del "
+                 "año fiscal o el vencimiento del plazo).") % {"l": limit.strftime("%d/%m/%Y")}
+    elif reason == rules.REFUSE_HALF_SHORT:
+        text = _("El plazo bajaría más de lo que debe (%(l)s).") % {"l": _money(limit)}
+    else:
+        text = str(refused)
+    return f"{text} ({figures})"
+
+
+def correction_number(correction: RollCorrection) -> int:
+    """¶9: the correction's number in its roll (1, 2, … in the order they were made)."""
+    return RollCorrection.objects.filter(roll_line__levy_id=correction.roll_line.levy_id, pk__lte=correction.pk).count()
+
+
+def _halves(line: RollLine) -> tuple[rules.HalfStanding, rules.HalfStanding]:
+    """¶12: the line's two halves as they stand: the installment and the correction charges, each
+    less the lowerings already recorded."""
+    levy = line.levy
+    finalized_on = None
+    from levy.models import LegalParameterSet
+
+    if levy.finalized_on and LegalParameterSet.in_force(levy.finalized_on).late_roll_due_on_finalization:
+        finalized_on = levy.finalized_on
+    lowered: dict[int, Decimal] = {}
+    for charge_id, amount in PrincipalAdjustment.objects.filter(charge__roll_line=line).values_list("charge_id", "amount"):
+        lowered[charge_id] = lowered.get(charge_id, ZERO) + amount
+    halves = []
+    for number in (1, 2):
+        due = rules.installment_due_date(fiscal_year_start=levy.fiscal_year.start, number=number, finalized_on=finalized_on)
+        original = Charge.objects.filter(roll_line=line, kind=Charge.Kind.INSTALLMENT, number=number).first()
+        if original is not None:
+            key, principal, due = f"C{original.pk}", original.principal.amount - lowered.get(original.pk, ZERO), original.due_date
+        else:
+            key, principal = f"none-{number}", ZERO
+        raised = [
+            (f"C{link.charge_id}", link.charge.principal.amount - lowered.get(link.charge_id, ZERO), link.charge.due_date)
+            for link in CorrectionCharge.objects.filter(correction__roll_line=line, number=number)
+            .select_related("charge").order_by("charge_id")
+        ]
+        halves.append(rules.HalfStanding(number=number, due=due, original_key=key, original_principal=principal,
+                                         corrections=tuple(raised)))
+    return halves[0], halves[1]
+
+
+def correction_plan_for(
+    *, roll_line: RollLine, made_on: date, om_charge_delta: Decimal = ZERO, credit_delta: Decimal | None = None,
+    credit_percent: Decimal | None = None, due_date: date | None = None,
+) -> rules.CorrectionPlan:
+    """¶7, ¶9, ¶11, ¶12: the plan of a correction of ``roll_line`` (raises ``CorrectionRefused``)."""
+    earlier = [
+        rules.EarlierCorrection(charge_delta=c.om_charge_delta.amount, credit_delta=c.credit_delta.amount,
+                                credit_percent=c.credit_percent)
+        for c in RollCorrection.objects.filter(roll_line=roll_line).order_by("pk")
+    ]
+    return rules.correction_plan(
+        roll_charge=roll_line.om_charge, roll_credit=roll_line.credit, roll_credit_percent=roll_line.credit_percent,
+        earlier=earlier, halves=_halves(roll_line), fiscal_year_start=roll_line.levy.fiscal_year.start, made_on=made_on,
+        charge_delta=om_charge_delta, credit_delta=credit_delta, credit_percent=credit_percent, requested_due=due_date,
+    )
+
+
+def _decimal(value: Any, *, what: str) -> Decimal | None:
+    if value is None or value == "":
+        return None
+    try:
+        found = Decimal(str(value).strip())
+    except InvalidOperation:
+        raise LevyError(_("Cantidad inválida para %(w)s: «%(v)s».") % {"w": what, "v": value}) from None
+    if not found.is_finite():
+        raise LevyError(_("Cantidad inválida para %(w)s: «%(v)s».") % {"w": what, "v": value})
+    return found
 
 
 @transaction.atomic
 def roll_correction_create(
-    *, acting_user: Any, roll_line: RollLine, om_charge_delta: Decimal, credit_delta: Decimal, reason: str, due_date: date,
+    *, acting_user: Any, roll_line: RollLine, om_charge_delta: Decimal, credit_delta: Decimal | None = None, reason: str,
+    due_date: date | None = None, credit_percent: Decimal | None = None, made_on: date | None = None,
 ) -> RollCorrection:
-    """¶9, ¶11: a supplementary entry after finalization, referencing the line it corrects."""
+    """¶7, ¶9, ¶11, ¶12: a supplementary entry after finalization, referencing the line it corrects,
+    posted on the parcel's account in the same transaction.
+
+    ``credit_delta`` 0 (or None) without ``credit_percent`` means the credit follows the charge
+    (¶7). ``due_date`` may set a later due date for the rises, never an earlier one. Refusals are
+    ``LevyError`` with the line's figures in Spanish."""
     require_role(acting_user, HACIENDA)
     if not roll_line.levy.is_final:
         raise LevyError(_("Solo se corrige un padrón finalizado; un borrador se calcula de nuevo."))
     if not reason.strip():
         raise LevyError(_("Una corrección requiere una razón."))
-    om_delta = Decimal(str(om_charge_delta)).quantize(levy_rules.CENT)
-    credit = Decimal(str(credit_delta)).quantize(levy_rules.CENT)
-    if om_delta == 0 and credit == 0:
-        raise LevyError(_("Una corrección debe cambiar el cargo o el crédito."))
+    on = made_on or timezone.localdate()
+    om_delta = _decimal(om_charge_delta, what=_("el cargo de O&M")) or ZERO
+    credit = _decimal(credit_delta, what=_("el crédito"))
+    percent = _decimal(credit_percent, what=_("el por ciento de crédito"))
+    if credit == 0 and percent is None:
+        credit = None
+    Parcel.objects.select_for_update().get(pk=roll_line.parcel_id)
+    try:
+        plan = correction_plan_for(roll_line=roll_line, made_on=on, om_charge_delta=om_delta, credit_delta=credit,
+                                   credit_percent=percent, due_date=due_date)
+    except rules.CorrectionRefused as refused:
+        raise LevyError(refusal_message(refused)) from None
+    except rules.BillingRuleError as error:
+        raise LevyError(str(error)) from None
+    rises = [action for half in plan.halves for action in half.actions if isinstance(action, rules.RaiseHalf)]
     correction = RollCorrection(
-        roll_line=roll_line, om_charge_delta=om_delta, credit_delta=credit, net_delta=om_delta - credit,
-        reason=reason.strip(), due_date=due_date, created_by=acting_user,
+        roll_line=roll_line, om_charge_delta=plan.charge_delta, credit_delta=plan.credit_delta, net_delta=plan.net_delta,
+        credit_percent=percent, reason=reason.strip(), due_date=min((r.due for r in rises), default=on),
+        created_by=acting_user,
     )
     correction.full_clean()
     correction.save()
-    # Billed and reconciled as its own charge, in the same transaction.
-    correction_post(acting_user=acting_user, correction=correction)
+    correction_post(acting_user=acting_user, correction=correction, plan=plan, made_on=on)
     return correction
+
+
+def correction_post(*, acting_user: Any, correction: RollCorrection, plan: rules.CorrectionPlan, made_on: date) -> None:
+    """¶9, ¶11, ¶12: the ledger entries of a planned correction, each naming it."""
+    chain.link(chain.CORRECTION, correction.pk)
+    line = correction.roll_line
+    parcel_id = line.parcel_id
+    number = correction_number(correction)
+    label = line.levy.fiscal_year.label
+    # Stored in Spanish whatever the session's language: it is the entry's legal name.
+    name = f"Corrección n.º {number} del padrón {label} (¶9)"
+    lowered: list[int] = []
+    for half in plan.halves:
+        for action in half.actions:
+            if isinstance(action, rules.RaiseHalf):
+                due, last_day = due_and_last_day(due=action.due)  # ¶12: the parameters in force on the due date
+                semester = "julio" if action.number == 1 else "enero"
+                description = f"{name}: plazo {action.number} ({semester})"
+                charge = Charge.objects.create(
+                    parcel_id=parcel_id, kind=Charge.Kind.CORRECTION, fiscal_year=line.levy.fiscal_year,
+                    number=action.number, roll_line=line, description=description[:200], principal=action.amount,
+                    due_date=due, last_day_to_pay=last_day, created_by=acting_user,
+                )
+                CorrectionCharge.objects.create(correction=correction, charge=charge, number=action.number)
+                LedgerEntry.objects.create(parcel_id=parcel_id, entry_date=due, kind=LedgerEntry.Kind.CHARGE,
+                                           debit=action.amount, charge=charge, description=description[:200],
+                                           created_by=acting_user)
+            else:
+                charge_id = int(action.charge_key[1:])
+                PrincipalAdjustment.objects.create(charge_id=charge_id, correction=correction, amount=action.amount,
+                                                   entry_date=made_on, effective_from=action.effective_from,
+                                                   created_by=acting_user)
+                LedgerEntry.objects.create(parcel_id=parcel_id, entry_date=made_on, kind=LedgerEntry.Kind.CORRECTION,
+                                           credit=action.amount, description=f"{name}: −{_money(action.amount)}"[:200],
+                                           created_by=acting_user)
+                lowered.append(charge_id)
+    if lowered:
+        freed_money(acting_user=acting_user, parcel_id=parcel_id, charge_ids=lowered, on=made_on, source=Source.CORRECTION,
+                    correction=correction, name=name)
+
+
+def freed_money(
+    *, acting_user: Any, parcel_id: int, charge_ids: list[int], on: date, source: str, name: str,
+    correction: RollCorrection | None = None, closure: Any = None,
+) -> Decimal:
+    """¶9, ¶12, ¶13: after a lowering or a moved last day, give back what the charges' payments paid
+    beyond what is now owed (``GiveBack``) and send it to the oldest open charges (``CreditApplication``);
+    what no charge takes is left as refundable credit. Returns the money freed."""
+    parcel = Parcel.objects.get(pk=parcel_id)
+    records, _charges = parcel_records(parcels=[parcel])[parcel_id]
+    by_key = {record.key: record for record in records.charges}
+    from levy.models import LegalParameterSet
+
+    schedule = LegalParameterSet.history().surcharge_schedule
+    freed = ZERO
+    for charge_id in dict.fromkeys(charge_ids):
+        record = by_key.get(f"C{charge_id:012d}")
+        if record is None:
+            continue
+        back = rules.give_back_for(charge=record, payments=records.payments, credit_applied=records.credit_applied,
+                                   given_back=records.given_back, on=on, schedule=schedule)
+        if back.freed <= 0:
+            continue
+        GiveBack.objects.create(parcel_id=parcel_id, charge_id=charge_id, surcharge=back.surcharge_given_back,
+                                principal=back.principal_freed, source=source, correction=correction, closure=closure,
+                                entry_date=on, created_by=acting_user)
+        if back.surcharge_given_back > 0:
+            LedgerEntry.objects.create(
+                parcel_id=parcel_id, entry_date=on, kind=LedgerEntry.Kind.GIVE_BACK, credit=back.surcharge_given_back,
+                description=f"{name}: recargo recalculado: −{_money(back.surcharge_given_back)}"[:200], created_by=acting_user,
+            )
+        freed += back.freed
+    if freed > 0:
+        records, _charges = parcel_records(parcels=[parcel])[parcel_id]
+        state = records.state(as_of=on, schedule=schedule)
+        entries, _left = rules.apply_freed_money(amount=min(freed, state.credit), open_charges=state.charges, on=on,
+                                                 source=source)
+        for entry in entries:
+            CreditApplication.objects.create(
+                parcel_id=parcel_id, charge_id=int(entry.charge_key[1:]), surcharge=entry.surcharge,
+                principal=entry.principal, source=source, correction=correction, closure=closure, entry_date=on,
+                created_by=acting_user,
+            )
+            if entry.surcharge > 0:
+                LedgerEntry.objects.create(
+                    parcel_id=parcel_id, entry_date=on, kind=LedgerEntry.Kind.CREDIT_APPLIED, debit=entry.surcharge,
+                    description=f"{name}: crédito aplicado a recargo"[:200], created_by=acting_user,
+                )
+    seizures_stop_when_nothing_delinquent(parcel=parcel, on=on)
+    return freed
+
+
+def seizures_stop_when_nothing_delinquent(*, parcel: Parcel, on: date) -> None:
+    """¶14: a correction or closure that leaves nothing delinquent stops an open seizure case."""
+    from ..accounts import account_state
+
+    state = account_state(parcel=parcel, as_of=on).state
+    if not any(c.balance > 0 and c.last_day < on for c in state.charges):
+        SeizureCase.objects.filter(parcel=parcel, status=SeizureCase.Status.OPEN).update(
+            status=SeizureCase.Status.PAID, closed_on=on
+        )

@@ -23,10 +23,13 @@ from ..errors import BillingError
 from ..models import (
     Charge,
     CollectorAssignment,
+    CreditApplication,
     DayClose,
+    GiveBack,
     LedgerEntry,
     Office,
     Payment,
+    PaymentAllocation,
     PaymentVoid,
     Receipt,
     ReceiptSeries,
@@ -118,8 +121,21 @@ def payment_record(
     )
     payment.full_clean()
     payment.save()
+    # ¶12, ¶13: the allocation is made once, on the account as of the payment's date, and stored;
+    # the receipt prints exactly these rows and no later event derives it again.
+    allocations, to_credit = rules.allocate(state=before.ledger, amount=amount)
+    by_key = before.charges
+    PaymentAllocation.objects.bulk_create(
+        [PaymentAllocation(payment=payment, charge=by_key[a.charge_key], surcharge=a.surcharge, principal=a.principal)
+         for a in allocations]
+        + ([PaymentAllocation(payment=payment, charge=None, surcharge=ZERO, principal=to_credit)] if to_credit > 0 else [])
+    )
     after = account_state(parcel=parcel, as_of=paid_on)
-    mine = [a for a in after.state.applications if a.payment_key == payment_key(payment.pk)]
+    mine = [
+        rules.Application(payment_key=payment_key(payment.pk), charge_key=a.charge_key, surcharge=a.surcharge,
+                          principal=a.principal)
+        for a in allocations
+    ]
     surcharge = sum((a.surcharge for a in mine), ZERO)
     LedgerEntry.objects.create(parcel=parcel, entry_date=paid_on, kind=LedgerEntry.Kind.PAYMENT, credit=amount,
                                payment=payment, description=gettext_noop("Pago en %(o)s") % {"o": office.code}, created_by=acting_user)
@@ -192,6 +208,19 @@ def payment_void(*, acting_user: Any, payment: Payment, reason: str, voided_on: 
         raise BillingError(_("La anulación no puede ser anterior al pago."))
     if on <= payment.paid_on and DayClose.objects.filter(office_id=payment.office_id, day=payment.paid_on).exists():
         raise BillingError(_("El día del pago ya está cerrado: la anulación debe llevar una fecha posterior."))
+    # ¶13: a void reverses exactly the stored allocation as of the payment's date. Money a later
+    # give-back, crédito aplicado or refund already moved cannot be unwound here: refuse.
+    charge_ids = list(payment.allocations.exclude(charge=None).values_list("charge_id", flat=True))
+    moved = (
+        GiveBack.objects.filter(charge_id__in=charge_ids, entry_date__gte=payment.paid_on).exists()
+        or CreditApplication.objects.filter(parcel_id=payment.parcel_id, entry_date__gte=payment.paid_on).exists()
+        or Refund.objects.filter(parcel_id=payment.parcel_id, refunded_on__gte=payment.paid_on).exists()
+    )
+    if moved:
+        raise BillingError(_(
+            "No se puede anular este pago: después del %(d)s una devolución de recargo, un crédito aplicado o un "
+            "reembolso movió dinero de esta cuenta. Anule o corrija primero esos asientos."
+        ) % {"d": payment.paid_on.strftime("%d/%m/%Y")})
     void = PaymentVoid.objects.create(payment=payment, voided_on=on, reason=reason.strip(), voided_by=acting_user)
     LedgerEntry.objects.create(parcel_id=payment.parcel_id, entry_date=on, kind=LedgerEntry.Kind.VOID, debit=payment.amount,
                                payment=payment, description=gettext_noop("Anulación: %(r)s") % {"r": reason.strip()[:150]}, created_by=acting_user)

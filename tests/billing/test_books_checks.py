@@ -17,6 +17,7 @@ import pytest
 from django.conf import settings
 from django.core.management.base import CommandError
 from django.db import DatabaseError, connection, transaction
+from django.utils import timezone
 from procrastinate.contrib.django import app
 
 from billing import books_views, tasks
@@ -92,6 +93,9 @@ def test_a_failing_check_is_recorded_with_its_findings_and_mailed_to_the_admins(
                                        "1×9179.00, void 0×0, surcharge 0×0, surcharge reversal 0×0"},
         {"check": "ledger", "message": "parcel P1: charges + surcharges − payments − credits = 9300.00, the ledger balance "
                                        "is 9301.00"},
+        {"check": "statements", "message": f"parcel P1: the statement as of {timezone.localdate().isoformat()} says 9300.00 "
+                                           "(balances less unpaid surcharge and credit), its charges less principal paid and "
+                                           "credit 9300.00, the ledger entries 9301.00"},
     ]
     assert (failed.passed, failed.findings, failed.trigger) == (False, differed, "nightly")
     assert totals_of(failed)["ledger balance"] == "70882.59"  # one dollar less credited than 70881.59
@@ -101,7 +105,7 @@ def test_a_failing_check_is_recorded_with_its_findings_and_mailed_to_the_admins(
     mail = mailoutbox[0]
     assert mail.to == ["auditoria@example.pr", "sistemas@example.pr"]
     assert mail.from_email == settings.SERVER_EMAIL
-    assert mail.subject.startswith("[Riego Lajas] Los libros no cuadran: 2 diferencias (")
+    assert mail.subject.startswith("[Riego Lajas] Los libros no cuadran: 3 diferencias (")
     body = mail.body
     assert f"  - ledger: {differed[0]['message']}" in body and f"  - ledger: {differed[1]['message']}" in body
     assert "Totales de control:" in body
@@ -113,7 +117,7 @@ def test_a_failing_check_is_recorded_with_its_findings_and_mailed_to_the_admins(
     client.force_login(users["hacienda"])
     page = client.get(PAGE).content.decode()
     latest, older = page.split("Verificaciones anteriores")
-    assert "Los libros no cuadran." in latest and "Se encontraron 2 diferencias." in latest
+    assert "Los libros no cuadran." in latest and "Se encontraron 3 diferencias." in latest
     assert "<td>Estados de cuenta</td><td>parcel P1: charges + surcharges − payments − credits = 9300.00, the ledger " \
            "balance is 9301.00</td>" in latest
     assert "<th scope=\"row\">ledger balance</th><td>70882.59</td>" in latest

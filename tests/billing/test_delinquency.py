@@ -162,27 +162,27 @@ def test_ledger_balance_matches_the_replay(district_1, staff, payments):
 
 @pytest.mark.django_db
 def test_corrections_are_billed_and_reconciled_on_their_own(district_1, staff):
+    from django.utils import timezone
+
     from levy.models import RollLine
 
     levy_total_before = district_1.total_levy.amount
     code, out, err = billing_cmd_levy("correct", "--fiscal-year", "2026-2027", "--parcel", "P1", "--om-charge-delta", "120.00",
-                                      "--reason", "Área mal medida", "--due", "2026-12-01", "--user", "hac")
+                                      "--reason", "Área mal medida", "--user", "hac")
     assert code == 0, err
-    charge = Charge.objects.get(kind="correction")
-    assert charge.principal.amount == Decimal("120.00") and charge.due_date == date(2026, 12, 1)
-    assert statement("P1", "2026-12-01")["other_charges"][0]["balance"] == "120.00"
-    # a correction in the owner's favour is a credit applied to the oldest balance
-    code, _, err = billing_cmd_levy("correct", "--fiscal-year", "2026-2027", "--parcel", "P2", "--credit-delta", "50.00",
-                                    "--reason", "Crédito omitido", "--due", "2026-07-15", "--user", "hac")
-    assert code == 0, err
-    july = statement("P2", "2026-07-20")["installments"][0]
-    assert (july["paid"], july["balance"]) == ("50.00", "22900.00")
+    # ¶12: +120.00 of net (P1 has no credit) splits +60.00 / +60.00, one correction charge per half;
+    # July's is due the day it is made, January's not before January 1.
+    today = timezone.localdate()
+    july, january = Charge.objects.filter(kind="correction").order_by("number")
+    assert (july.principal.amount, january.principal.amount) == (Decimal("60.00"), Decimal("60.00"))
+    assert july.due_date == max(today, date(2026, 7, 1)) and january.due_date == max(today, date(2027, 1, 1))
+    assert "net +120.00" in out
     # the original roll is untouched
     district_1.refresh_from_db()
     assert district_1.total_levy.amount == levy_total_before
     assert sum(line.om_charge for line in RollLine.objects.filter(levy=district_1)) == levy_total_before
-    assert billing_cmd_levy("correct", "--fiscal-year", "2026-2027", "--parcel", "P1", "--reason", "x", "--due", "2026-12-01",
-                            "--user", "aut")[0] == 1
+    assert billing_cmd_levy("correct", "--fiscal-year", "2026-2027", "--parcel", "P1", "--reason", "x",
+                            "--om-charge-delta", "1.00", "--user", "aut")[0] == 1
 
 
 def billing_cmd_levy(*args: str):

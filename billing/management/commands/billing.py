@@ -79,6 +79,22 @@ class Command(BaseCommand):
         bulk.add_argument("--parcel-prefix", default="", help="only parcels whose cadastre number starts with this")
         bulk.add_argument("--processes", type=int, help="worker processes that render (default: one per core)")
 
+        void = sub.add_parser("void", help="void a payment by its receipt number (a bounced check; supervisor)")
+        void.add_argument("number", help="the receipt number as printed, e.g. LAJ-2026-2027-000001")
+        void.add_argument("--reason", required=True)
+        void.add_argument("--user", required=True)
+        void.add_argument("--date", help="the void's date, YYYY-MM-DD (default today)")
+        refund = sub.add_parser("refund", help="pay back credit on the account (supervisor; not more than the credit)")
+        refund.add_argument("--parcel", required=True)
+        refund.add_argument("--amount", required=True)
+        refund.add_argument("--user", required=True)
+        refund.add_argument("--reason", default="Reembolso de crédito")
+        refund.add_argument("--date", help="YYYY-MM-DD (default today)")
+        closure = sub.add_parser("closure", help="record a day the offices were closed (past days allowed; ¶12)")
+        closure.add_argument("--date", required=True, help="YYYY-MM-DD")
+        closure.add_argument("--reason", required=True)
+        closure.add_argument("--user", required=True)
+
     def handle(self, *args, action: str, **options) -> None:
         try:
             getattr(self, f"do_{action.replace('-', '_')}")(options)
@@ -151,6 +167,26 @@ class Command(BaseCommand):
             f"due now ${Decimal(snapshot['total_due_after']):,.2f}; credit ${Decimal(snapshot['credit_balance']):,.2f}; "
             f"receipt {receipt.display_number}"
         )
+
+    def do_void(self, options: dict) -> None:
+        receipt = documents.receipt_by_number(options["number"])
+        on = self.date(options["date"]) if options["date"] else None
+        void = counter.payment_void(acting_user=self.user(options["user"]), payment=receipt.payment, reason=options["reason"],
+                                    voided_on=on)
+        self.stdout.write(f"payment of receipt {receipt.display_number} voided on {void.voided_on.isoformat()}")
+
+    def do_refund(self, options: dict) -> None:
+        parcel = accounts.parcel_by_code(options["parcel"])
+        on = self.date(options["date"]) if options["date"] else None
+        refund = counter.refund_issue(acting_user=self.user(options["user"]), parcel=parcel,
+                                      amount=counter.parse_amount(options["amount"]), reason=options["reason"], refunded_on=on)
+        self.stdout.write(f"refunded ${refund.amount.amount:,.2f} to {parcel.parcel_id} on {refund.refunded_on.isoformat()}")
+
+    def do_closure(self, options: dict) -> None:
+        closure, moved = collection.office_closure_record(
+            acting_user=self.user(options["user"]), day=self.date(options["date"]), reason=options["reason"],
+        )
+        self.stdout.write(f"offices closed on {closure.day.isoformat()}: {moved} last day(s) to pay moved")
 
     def do_statement(self, options: dict) -> None:
         parcel = accounts.parcel_by_code(options["parcel"])

@@ -32,9 +32,12 @@ class Command(BaseCommand):
         correct = add("correct", "a supplementary entry on a finalized roll line (Hacienda)")
         correct.add_argument("--parcel", required=True)
         correct.add_argument("--om-charge-delta", default="0", help="change in the O&M charge (may be negative)")
-        correct.add_argument("--credit-delta", default="0", help="change in the water-right credit (may be negative)")
+        correct.add_argument("--credit-delta", default="0",
+                             help="change in the water-right credit (may be negative); only with --credit-percent (¶7)")
+        correct.add_argument("--credit-percent", default=None, help="a new sec. 372 percentage (0-100) for the line")
         correct.add_argument("--reason", required=True)
-        correct.add_argument("--due", required=True, help="its own due date, YYYY-MM-DD")
+        correct.add_argument("--due", default=None,
+                             help="a later due date for the rises, YYYY-MM-DD (never earlier than the rule's)")
 
     def handle(self, *args, action: str, fiscal_year: str, **options) -> None:
         try:
@@ -63,12 +66,16 @@ class Command(BaseCommand):
         if line is None:
             raise CommandError(f"parcel {options['parcel']!r} is not on the {fiscal_year} roll")
         try:
-            due = date.fromisoformat(options["due"])
+            due = date.fromisoformat(options["due"]) if options["due"] else None
             deltas = [Decimal(options["om_charge_delta"]), Decimal(options["credit_delta"])]
+            percent = Decimal(options["credit_percent"]) if options["credit_percent"] is not None else None
         except (ValueError, InvalidOperation):
-            raise CommandError("bad --due date or amount") from None
+            raise CommandError("bad --due date, amount or percentage") from None
         correction = roll_correction_create(
             acting_user=self.user(options), roll_line=line, om_charge_delta=deltas[0], credit_delta=deltas[1],
-            reason=options["reason"], due_date=due,
+            reason=options["reason"], due_date=due, credit_percent=percent,
         )
-        self.stdout.write(f"correction {correction.pk} on {line.parcel_code}: net {correction.net_delta.amount} due {due.isoformat()}")
+        self.stdout.write(
+            f"correction {correction.pk} on {line.parcel_code}: O&M charge {correction.om_charge_delta.amount:+}, "
+            f"credit {correction.credit_delta.amount:+}, net {correction.net_delta.amount:+}"
+        )

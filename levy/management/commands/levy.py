@@ -87,9 +87,12 @@ class Command(BaseCommand):
         correct = add("correct", "a supplementary entry on a finalized roll line (Hacienda)")
         correct.add_argument("--parcel", required=True)
         correct.add_argument("--om-charge-delta", default="0", help="change in the O&M charge (may be negative)")
-        correct.add_argument("--credit-delta", default="0", help="change in the water-right credit (may be negative)")
+        correct.add_argument("--credit-delta", default="0",
+                             help="change in the water-right credit (may be negative); only with --credit-percent (¶7)")
+        correct.add_argument("--credit-percent", default=None, help="a new sec. 372 percentage (0-100) for the line")
         correct.add_argument("--reason", required=True)
-        correct.add_argument("--due", required=True, help="its own due date, YYYY-MM-DD")
+        correct.add_argument("--due", default=None,
+                             help="a later due date for the rises, YYYY-MM-DD (never earlier than the rule's)")
         show = add("show", "print the levy", user=False)
         show.add_argument("--format", choices=["json", "text"], default="text")
         export = add("export", "print the roll", user=False)
@@ -156,9 +159,14 @@ class Command(BaseCommand):
                      stderr=self.stderr)
 
     def do_correct(self, fiscal_year: str, options: dict) -> None:
+        extra = []
+        if options["due"]:
+            extra += ["--due", options["due"]]
+        if options["credit_percent"] is not None:
+            extra += ["--credit-percent", options["credit_percent"]]
         call_command("roll", "correct", "--fiscal-year", fiscal_year, "--user", options["user"], "--parcel", options["parcel"],
-                     "--om-charge-delta", options["om_charge_delta"], "--credit-delta", options["credit_delta"],
-                     "--reason", options["reason"], "--due", options["due"], stdout=self.stdout, stderr=self.stderr)
+                     f"--om-charge-delta={options['om_charge_delta']}", f"--credit-delta={options['credit_delta']}",
+                     "--reason", options["reason"], *extra, stdout=self.stdout, stderr=self.stderr)
 
     def do_parameters(self, fiscal_year: None, options: dict) -> None:
         if options["parameters_action"] == "list":
