@@ -88,6 +88,7 @@ INSTALLMENT, CORRECTION, WATER, REFUND = "installment", "correction", "water", "
 # The Spanish descriptions the services store (billing.services.water, .corrections): the facts
 # a label needs that no structured field carries (acre-feet; the reason typed by staff).
 _WATER = re.compile(r"^(?:Agua|Water) (?P<month>\d{2})/(?P<year>\d{4}): (?P<feet>[\d.,]+) ")
+_NUMBERED_CORRECTION = re.compile(r"^Corrección n\.º (?P<correction>\d+) del padrón ")
 _CORRECTION_REASON = re.compile(r"^(?:Corrección|Correction) [^:]*: (?P<reason>.*)$", re.DOTALL)
 
 
@@ -107,6 +108,10 @@ def charge_label(*, kind: str, fiscal_year: str, number: int | None = None, desc
         month = installment_month(number)
         return _("%(fy)s plazo %(n)s (%(m)s)") % {"fy": fiscal_year, "n": number, "m": month}
     if kind == CORRECTION:
+        numbered = _NUMBERED_CORRECTION.match(description or "")
+        if numbered and number in (1, 2):  # a half raised by a correction (billing.services.corrections)
+            return _("Corrección n.º %(c)s del padrón %(fy)s (¶9): plazo %(n)s (%(m)s)") % {
+                "c": numbered["correction"], "fy": fiscal_year, "n": number, "m": installment_month(number)}
         found = _CORRECTION_REASON.match(description or "")
         reason = found["reason"] if found else ""
         if reason:

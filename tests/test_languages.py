@@ -109,7 +109,7 @@ def test_every_page_and_document_in_each_language_holds_none_of_the_other(client
     p1 = Parcel.objects.get(parcel_id="P1")
     # a correction raising P1's charge (its own charge, named from its fields), and a payment
     roll_correction_create(acting_user=users["u_hac_a"], roll_line=RollLine.objects.get(parcel=p1), om_charge_delta=Decimal("10.00"),
-                           credit_delta=Decimal("0"), reason=CORRECTION_REASON, due_date=date(2026, 7, 5))
+                           credit_delta=Decimal("0"), reason=CORRECTION_REASON, made_on=date(2026, 7, 5))
     receipt = counter.payment_record(acting_user=users["lang_collector"], parcel=p1, amount=Decimal("100.00"), paid_on=date(2026, 7, 10))
     # P2's July half paid in full (250 ac × 183.60 $/ac / 2 = 22,950.00): the landowner's home reads
     # "by <its January half's last day>", the line that once read "by 2 de March de 2027"
@@ -169,7 +169,7 @@ def test_every_page_and_document_in_each_language_holds_none_of_the_other(client
     statement = f"/colecturia/predio/{p1.pk}/estado/"
     assert "2026-2027 plazo 1 (julio)" in read[f"es collector {statement}"]
     assert "2026-2027 installment 1 (July)" in read[f"en collector {statement}"]
-    assert f"Correction 2026-2027: {CORRECTION_REASON}" in read[f"en landowner {statement}"]
+    assert "Correction no. 1 of the 2026-2027 roll (¶9): installment 1 (July)" in read[f"en landowner {statement}"]
     # (a PDF's narrow table cell wraps the name over lines read between the other columns' text)
     for document in ("en certificate", "en seizure notice"):
         assert "installment" in read[document] and "(July)" in read[document], document
