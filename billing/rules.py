@@ -44,12 +44,18 @@ class BillingRuleError(ValueError):
     """¶12: an input the billing rules cannot accept (bad amount, date or parameter)."""
 
 
-def _check_money(value: object, *, name: str, allow_zero: bool = True) -> Decimal:
-    """A finite Decimal in whole cents, not negative (zero only when ``allow_zero``)."""
+def _cents_only(value: object, *, name: str) -> Decimal:
+    """¶9: a signed amount in whole cents; sub-cent amounts are refused, never rounded."""
     if not isinstance(value, Decimal) or not value.is_finite():
         raise BillingRuleError(f"{name} must be a finite Decimal, got {value!r}")
     if value != value.quantize(CENT):
         raise BillingRuleError(f"{name} must be a whole number of cents, got {value}")
+    return value
+
+
+def _check_money(value: object, *, name: str, allow_zero: bool = True) -> Decimal:
+    """A finite Decimal in whole cents, not negative (zero only when ``allow_zero``)."""
+    _cents_only(value, name=name)
     if value < 0 or (value == 0 and not allow_zero):
         bound = "zero or more" if allow_zero else "more than zero"
         raise BillingRuleError(f"{name} must be {bound}, got {value}")
@@ -652,15 +658,6 @@ def collection_split(*, amount: Decimal, reserve: Decimal, total_levy: Decimal) 
 # ¶12 surcharge rate: each surcharge period uses the rate in force on its first day (``rate_on``).
 
 HUNDRED = Decimal(100)
-
-
-def _cents_only(value: object, *, name: str) -> Decimal:
-    """¶9: a signed amount in whole cents; sub-cent amounts are refused, never rounded."""
-    if not isinstance(value, Decimal) or not value.is_finite():
-        raise BillingRuleError(f"{name} must be a finite Decimal, got {value!r}")
-    if value != value.quantize(CENT):
-        raise BillingRuleError(f"{name} must be a whole number of cents, got {value}")
-    return value
 
 
 # --- corrections of a roll line (¶7, ¶9, ¶11, ¶12) ----------------------------------------------
