@@ -196,9 +196,7 @@ def bill_html(*, number: str, snapshot: dict[str, Any], issued_on: date, code: s
             # ¶13: the account's total due shows only when other charges are overdue besides this one.
             "other_charges_due": bill.total_due > bill.balance,
             "surcharge_basis": surcharge_text(bill.surcharge_groups, rate),
-            "access_code": portal_access_code(bill.parcel_id, bill.owner_key), "portal_url": portal_url(),
-            "owed_url": owed_url(),  # the public "¿cuánto debo?": today's amount, a numbered estado de cuenta
-            "verify_url": url, "verify_code": code, "qr": pdf.qr_data_uri(url) if url else "", "one_page": True,
+            **_bill_links(parcel_id=bill.parcel_id, owner_key=bill.owner_key, url=url, code=code),
         }
         return pdf.html_for("billing/pdf/bill.html", context, title=title, lang=key)
 
@@ -225,6 +223,16 @@ def _envelope_context(snap: dict[str, Any], key: str) -> dict[str, Any]:
     }
 
 
+def _bill_links(*, parcel_id: str, owner_key: str, url: str, code: str) -> dict[str, Any]:
+    """What a bill and a zero notice both print to reach the office online: the portal and its
+    access code, the public "¿cuánto debo?" (today's amount, a numbered estado de cuenta) and the
+    verification link with its QR code; one page each."""
+    return {
+        "access_code": portal_access_code(parcel_id, owner_key), "portal_url": portal_url(), "owed_url": owed_url(),
+        "verify_url": url, "verify_code": code, "qr": pdf.qr_data_uri(url) if url else "", "one_page": True,
+    }
+
+
 def _zero_notice_html(*, number: str, snap: dict[str, Any], issued_on: date, url: str, code: str, lang: str | None) -> str:
     """¶9: the bill template in its "nada que pagar" state: the levy and the credit, no installment."""
     with pdf.document_language(lang or snap.get("language")) as key:
@@ -234,8 +242,7 @@ def _zero_notice_html(*, number: str, snap: dict[str, Any], issued_on: date, url
             "number": number, "b": snap, "issued_on": issued_on, "nothing_to_pay": True, "credit": Decimal(snap["credit"]) > 0,
             "first_due": date.fromisoformat(snap["first_due"]) if snap.get("first_due") else None,
             "second_due": date.fromisoformat(snap["second_due"]) if snap.get("second_due") else None,
-            "access_code": portal_access_code(snap["parcel_id"], snap["owner_key"]), "portal_url": portal_url(),
-            "verify_url": url, "verify_code": code, "qr": pdf.qr_data_uri(url) if url else "", "one_page": True,
+            **_bill_links(parcel_id=snap["parcel_id"], owner_key=snap["owner_key"], url=url, code=code),
         }
         return pdf.html_for("billing/pdf/bill.html", context, title=title, lang=key)
 
