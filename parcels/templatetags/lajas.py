@@ -70,7 +70,10 @@ def aria_sort(context: dict, field: str) -> str:
 
 
 HISTORY_ACTIONS = {"insert": _("Alta"), "update": _("Cambio"), "delete": _("Baja")}
-HISTORY_MODELS = {"parcels.Parcel": _("predio"), "parcels.Owner": _("dueño"), "parcels.OwnershipTransfer": _("traspaso")}
+HISTORY_MODELS = {"parcels.Parcel": _("predio"), "parcels.Owner": _("dueño"), "parcels.OwnershipTransfer": _("traspaso"),
+                  "billing.Office": _("oficina del Colector")}
+# The field that names a row of each model in words (the cadastre number, the owner key, the office code).
+HISTORY_NAMES = {"parcels.Parcel": "parcel_id", "parcels.Owner": "owner_key", "billing.Office": "code"}
 
 
 @register.filter
@@ -84,7 +87,7 @@ def history_what(event: Any) -> str:
     action = HISTORY_ACTIONS.get(event.pgh_label, event.pgh_label)
     if event.pgh_obj_model == "parcels.StaffProfile":  # the title an officer signs with (user id, title)
         return f"{action} · {_('cargo de funcionario')} «{data.get('title', '')}» (#{data.get('user_id', event.pgh_obj_id)})"
-    name = data.get("parcel_id") if event.pgh_obj_model == "parcels.Parcel" else data.get("owner_key")
-    if event.pgh_obj_model == "parcels.OwnershipTransfer" or not name:
+    name = data.get(HISTORY_NAMES.get(event.pgh_obj_model, ""))
+    if not name:
         name = f"#{event.pgh_obj_id}"
     return f"{action} · {HISTORY_MODELS.get(event.pgh_obj_model, event.pgh_obj_model)} {name}"

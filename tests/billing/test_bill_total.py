@@ -168,6 +168,10 @@ def test_the_mailing_address_lies_in_the_window_and_the_office_is_printed(distri
     assert "Dónde y cómo pagar (¶13): Colecturía de Lajas" in text
     assert "Dirección: CALLE PRINCIPAL 12, LAJAS PR 00667" in text and "Teléfono: (787) 555-0100" in text
     assert "Horario: Lunes a viernes, 8:00 a. m. a 4:30 p. m." in text and "Formas de pago: Efectivo, cheque o giro." in text
+    # Today's amount is on the numbered estado de cuenta, which the bill points to (no account needed).
+    assert "Sin crear cuenta: lo que debe hoy, y un estado de cuenta numerado si lo pide, en " in text
+    open("/tmp/bill.pdf", "wb").write(data)
+    assert "cuanto-" in text and "debo/ con el mismo número y código." in text  # the URL wraps beside the QR code
     # Frozen: the owner moves and the office changes its phone; the bill does not.
     addressed.address_line1 = "Calle 5 #20"
     addressed.save()
@@ -246,3 +250,19 @@ def test_hacienda_edits_the_office_with_validation_and_history(client, staff):
     assert list(Office.objects.filter(on_bills=True).values_list("code", flat=True)) == ["CAB"]
     with pytest.raises(BillingError):
         offices.office_update(acting_user=staff["collector"], office=other, phone="(787) 555-0101")
+
+
+@pytest.mark.django_db
+def test_supervisors_reach_the_offices_from_the_menu_and_the_audit_names_the_office(client, staff):
+    """¶13: supervisors edit what the bills print, so their menu leads there; the audit page names
+    the office by its code, as people know it, not by the table's internal id."""
+    offices.office_update(acting_user=staff["supervisor"], office=Office.objects.get(code="LAJ"), phone="(787) 555-0100")
+    client.force_login(staff["supervisor"])
+    home = client.get("/").content.decode()
+    assert f'href="{reverse("collections:offices")}"' in home
+    client.force_login(staff["collector"])
+    assert f'href="{reverse("collections:offices")}"' not in client.get("/").content.decode()
+    client.force_login(staff["authority"])
+    page = client.get("/auditoria/", {"event": "changes", "what": "billing.OfficeEvent"}).content.decode()
+    assert "Cambio · oficina del Colector LAJ" in page
+    assert "billing.Office #" not in page
