@@ -22,6 +22,7 @@ from django.utils.translation import gettext as _
 from levy.models import LegalParameterSet
 from levy.rules import fiscal_year_label
 from parcels.models import Parcel
+from parcels.search import one_by_code
 
 from . import rules
 from .errors import BillingError
@@ -462,7 +463,8 @@ def parcel_debt(*, parcel: Parcel, as_of: date) -> Decimal:
 
 
 def parcel_by_code(code: str) -> Parcel:
-    parcel = Parcel.objects.select_related("owner").filter(parcel_id=code).first()
+    """The parcel of a cadastre number as people type it (case, dashes, the prefix left out)."""
+    parcel = one_by_code(Parcel.objects.select_related("owner"), "parcel_id", code)
     if parcel is None:
         raise BillingError(_("Predio desconocido «%(p)s».") % {"p": code})
     return parcel

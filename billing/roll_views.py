@@ -24,6 +24,7 @@ from levy.models import FiscalYear, LegalParameterSet, Levy, RollCorrection, Rol
 from levy.services import LevyError, draft_levy, final_levy
 from parcels import review
 from parcels.roles import AUDITOR, HACIENDA, has_role, role_required
+from parcels.search import one_by_code
 
 from . import rules as billing_rules
 from .accounts import due_and_last_day
@@ -148,7 +149,7 @@ def corrections(request: HttpRequest, year: str) -> HttpResponse:
         if levy is None:
             form.add_error(None, _("El padrón de este año no está finalizado."))
         elif form.is_valid():
-            line = RollLine.objects.filter(levy=levy, parcel_code=form.cleaned_data["parcel_id"]).first()
+            line = one_by_code(RollLine.objects.filter(levy=levy), "parcel_code", form.cleaned_data["parcel_id"])
             if line is None:
                 form.add_error("parcel_id", _("Ese predio no está en el padrón de %(y)s.") % {"y": fiscal_year.label})
             else:

@@ -63,6 +63,23 @@ def code_matches(field: str, word: str) -> Q:
     return Q(**{f"{field}__lajas_code__contains": CodeKey(Value(word))})
 
 
+def one_by_code(queryset: QuerySet, field: str, typed: str):
+    """The one row of ``queryset`` whose cadastre number ``field`` is the one typed, whatever its
+    case and dashes ("laj000123" → LAJ-000123), or typed without its letter prefix ("000123",
+    "77-12" for CAB-77-12: all of the number after the prefix, not a part of it); ``None`` when
+    there is none, or more than one."""
+    if not any(ch.isalnum() for ch in typed):
+        return None
+    rows = list(queryset.filter(**{f"{field}__lajas_code": CodeKey(Value(typed))})[:2])
+    key = "".join(ch for ch in typed.upper() if ch.isalnum())
+    if not rows and key.isdigit():
+        def after_prefix(row) -> str:
+            return "".join(ch for ch in getattr(row, field).upper() if ch.isalnum()).lstrip("ABCDEFGHIJKLMNOPQRSTUVWXYZ")
+        candidates = queryset.filter(**{f"{field}__lajas_code__endswith": CodeKey(Value(typed))})
+        rows = [row for row in candidates[:50] if after_prefix(row) == key]
+    return rows[0] if len(rows) == 1 else None
+
+
 def key_is(field: str, word: str) -> Q:
     """An owner key typed as it is or in other case ("own-b" for OWN-B). Keys are stored as
     issued, mostly upper case; the unique index answers both forms."""

@@ -56,6 +56,20 @@ def test_a_cadastre_number_with_or_without_prefix_and_dashes(registry, typed, fo
 
 
 @pytest.mark.django_db
+@pytest.mark.parametrize("typed, found", [
+    ("laj000123", "LAJ-000123"), (" LAJ-000123 ", "LAJ-000123"), ("000123", "LAJ-000123"), ("001-234", "LAJ-001234"),
+    ("cab-7712", "CAB-77-12"), ("77-12", "CAB-77-12"),
+    ("123", None), ("23", None),  # a part of a number names no parcel (LAJ-000023 is not LAJ-000123)
+    ("LAJ-0001", None), ("000999", None), ("--", None), ("", None),
+])
+def test_a_form_takes_one_cadastre_number_as_it_is_typed(registry, typed, found):
+    """Forms that name one parcel (a roll correction, the CLI, a certificate) take the number as
+    typed: case and dashes do not matter, and its digits alone name it when one number ends so."""
+    parcel = search.one_by_code(Parcel.objects.all(), "parcel_id", typed)
+    assert (parcel.parcel_id if parcel else None) == found
+
+
+@pytest.mark.django_db
 def test_every_word_must_match_and_punctuation_alone_finds_nothing(registry):
     assert codes(parcel_search(query="velez 456")) == []
     assert codes(parcel_search(query="toro 456")) == ["LAJ-000456"]
