@@ -55,6 +55,7 @@ class ReceiptApplication:
     principal_paid: Decimal
     balance_after: Decimal
     surcharge_runs: tuple = ()  # ¶12: the basis as structured runs (wording.surcharge_runs); none on older receipts
+    corrections: tuple[int, ...] = ()  # ¶9: the numbers of the roll corrections in om_charge/credit/net
 
     @property
     def paid(self) -> Decimal:
@@ -86,6 +87,7 @@ class ReceiptApplication:
             "surcharge": str(self.surcharge),
             "surcharge_basis": self.surcharge_basis,
             "surcharge_runs": [list(run) for run in self.surcharge_runs],
+            "corrections": list(self.corrections),
             "principal_paid": str(self.principal_paid),
             "balance_after": str(self.balance_after),
         }
@@ -100,6 +102,7 @@ class ReceiptApplication:
             surcharge_basis=item.get("surcharge_basis", ""), principal_paid=Decimal(item["principal_paid"]),
             balance_after=Decimal(item["balance_after"]),
             surcharge_runs=tuple(tuple(run) for run in item.get("surcharge_runs", ())),
+            corrections=tuple(item.get("corrections", ())),
         )
 
 
@@ -301,9 +304,11 @@ class BillSnapshot:
     mailing_block: tuple[str, ...] = ()
     language: str = ""
     office: BillOffice | None = None
+    corrections: tuple[int, ...] = ()  # ¶9: the numbers of the roll corrections in om_charge … second_installment
 
     def to_json(self) -> dict[str, Any]:
         return {
+            "corrections": list(self.corrections),
             "amount_to_pay": _str(self.amount_to_pay),
             "pay_by": _iso(self.pay_by),
             "owed": [line.to_json() for line in self.owed],
@@ -363,6 +368,7 @@ class BillSnapshot:
             owed=tuple(BillOwedLine.from_json(item) for item in snap.get("owed", [])),
             mailing_block=tuple(snap.get("mailing_block", [])), language=snap.get("language", ""),
             office=BillOffice.from_json(snap["office"]) if snap.get("office") else None,
+            corrections=tuple(snap.get("corrections", ())),
         )
 
 

@@ -18,6 +18,7 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from levy.models import FiscalYear, Levy, RollLine
+from levy.selectors import line_as_corrected
 from parcels.jobs import JobBusy, job_defer
 from parcels.models import Job, Parcel
 from parcels.roles import COLLECTOR, HACIENDA, LANDOWNER, SUPERVISOR, has_role
@@ -140,12 +141,14 @@ def bill_snapshot(*, charge: Charge, issued_on: date, facts: AccountFacts | None
     facts = facts or account_facts(charge=charge, parcel=parcel, issued_on=issued_on)
     dues = dues if dues is not None else installment_dues(line.levy_id)
     state = facts.state
+    corrected = line_as_corrected(line)  # ¶9: the year's levy and credit with the corrections so far
     return BillSnapshot(
         parcel_id=parcel.parcel_id, owner_name=parcel.owner.name, owner_key=parcel.owner.owner_key,
         gravity_acres=line.gravity_acres, pumped_acres=line.pumped_acres, equivalent_acres=line.equivalent_acres,
-        fiscal_year=charge.fiscal_year.label, number=charge.number, description=charge.description, om_charge=line.om_charge,
-        credit_percent=line.credit_percent, credit=line.credit, net=line.net, first_installment=line.first_installment,
-        second_installment=line.second_installment, principal=state.principal, due_date=state.due,
+        fiscal_year=charge.fiscal_year.label, number=charge.number, description=charge.description,
+        om_charge=corrected.om_charge, credit_percent=corrected.credit_percent, credit=corrected.credit, net=corrected.net,
+        first_installment=corrected.first_installment, second_installment=corrected.second_installment,
+        corrections=corrected.corrections, principal=state.principal, due_date=state.due,
         last_day_to_pay=state.last_day, as_of=issued_on, surcharge=state.surcharge,
         surcharge_groups=tuple((months, unpaid) for months, unpaid in surcharge_groups(state)), surcharge_rate=facts.rate,
         grace_days=facts.grace_days, paid=state.paid, balance=state.balance, total_due=facts.total_due,

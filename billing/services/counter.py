@@ -14,6 +14,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_noop  # ledger and charge descriptions: stored in Spanish, whatever the session
 
 from levy.rules import CENT
+from levy.selectors import line_as_corrected
 from parcels.models import Parcel
 from parcels.roles import COLLECTOR, SUPERVISOR, has_role
 
@@ -165,12 +166,12 @@ def _receipt_issue(*, payment: Payment, office: Office, account: Account, applic
     for application in applications:
         charge = account.charges[application.charge_key]
         state = states[application.charge_key]
-        roll_line = charge.roll_line
+        # ¶9: the year's levy and credit as they stand, corrections included (the roll line never changes).
+        line = line_as_corrected(charge.roll_line) if charge.roll_line else None
         lines.append(ReceiptApplication(
             description=charge.description, fiscal_year=charge.fiscal_year.label, number=charge.number, kind=charge.kind,
-            om_charge=roll_line.om_charge if roll_line else None,
-            credit_percent=roll_line.credit_percent if roll_line else None,
-            credit=roll_line.credit if roll_line else None, net=roll_line.net if roll_line else None,
+            om_charge=line.om_charge if line else None, credit_percent=line.credit_percent if line else None,
+            credit=line.credit if line else None, net=line.net if line else None, corrections=line.corrections if line else (),
             principal=state.principal, due_date=state.due, last_day_to_pay=state.last_day, surcharge=application.surcharge,
             surcharge_basis=surcharge_explanation(state, rate), principal_paid=application.principal,
             balance_after=state.balance, surcharge_runs=tuple(tuple(run) for run in surcharge_runs(state, rate)),
