@@ -168,4 +168,7 @@ def corrections(request: HttpRequest, year: str) -> HttpResponse:
         RollCorrection.objects.filter(roll_line__levy=levy).select_related("roll_line", "created_by").order_by("-created_at")
         if levy else RollCorrection.objects.none()
     )
+    entries = list(entries)
+    for number, entry in zip(range(len(entries), 0, -1), entries, strict=True):
+        entry.number = number  # ¶9: its number in the roll (1, 2, … in the order made), as documents cite it
     return render(request, "levy/corrections.html", {"form": form, "levy": levy, "label": fiscal_year.label, "entries": entries})
