@@ -222,6 +222,9 @@ def test_the_counter_fits_a_phone(visit, district, language):
         box = visit.page.locator(control).bounding_box()
         assert box["x"] >= 0 and box["x"] + box["width"] <= WIDTH and box["y"] < HEIGHT, control
     _look(visit, f"/colecturia/predio/{p1.pk}/", "counter-parcel", language)
+    _summary_box_first(visit, "$8,766.80")  # what is owed today, before the parcel's particulars and the table
+    visit.page.get_by_role("link", name="Go to the payment" if language == "en" else "Ir al cobro").click()
+    assert visit.page.locator("#id_amount").bounding_box()["y"] < HEIGHT  # the form, one tap away
     cells = _stacked_cells(visit, "main table.table-stack")
     assert "$8,766.80" in [c["text"] for c in cells if c["money"]]
     amount = visit.page.locator("#id_amount")
