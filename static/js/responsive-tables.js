@@ -2,13 +2,19 @@
 // table's CSS display makes some browsers (Safari, older Chromium and Firefox) stop announcing it
 // as a table, so its parts get their table roles back explicitly (after Adrian Roselli's
 // "AddTableARIA"); the roles repeat what the markup already says, so nothing changes elsewhere.
-// A data cell the template left without a data-label takes its column header's text. Pages load
-// it themselves (block scripts): most pages need no script at all.
+// A data cell the template left without a data-label takes its column header's text; a header's
+// line breaks (<br>) count as spaces ("Último día<br>para pagar"). base.html loads it
+// on every page; a page without such a table costs one query of the DOM.
+function headerText(th) {
+  var copy = th.cloneNode(true);
+  copy.querySelectorAll("br").forEach(function (br) { br.replaceWith(" "); });
+  return copy.textContent.replace(/\s+/g, " ").trim();
+}
 document.querySelectorAll("table.table-stack").forEach(function (table) {
   var headers = [];
   table.querySelectorAll("thead tr:last-child th").forEach(function (th) {
     for (var span = th.colSpan || 1; span > 0; span -= 1) {
-      headers.push(th.textContent.trim());
+      headers.push(headerText(th));
     }
   });
   table.setAttribute("role", "table");
