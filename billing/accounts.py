@@ -8,8 +8,8 @@ Nothing here writes (the delinquent list's cache aside)."""
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import date, timedelta
 from decimal import Decimal
 from typing import Any
@@ -19,7 +19,7 @@ from django.db import connection
 from django.db.models import F, Sum
 from django.utils.translation import gettext as _
 
-from levy.models import LegalParameterSet
+from levy.models import LegalParameterSet, RollCorrection
 from levy.rules import fiscal_year_label
 from parcels.models import Parcel
 from parcels.search import one_by_code
@@ -36,9 +36,23 @@ from .models import (
     PaymentAllocation,
     PrincipalAdjustment,
     Refund,
+    charge_names,
 )
 from .models import LastDayMove as LastDayMoveRecord
-from .wording import basis_text, line_label, surcharge_explanation, surcharge_runs
+from .wording import (
+    CREDIT_APPLIED,
+    EVENT_KINDS,
+    GIVEN_BACK,
+    LAST_DAY_MOVED,
+    LOWERED,
+    basis_text,
+    event_text,
+    line_label,
+    name_from_json,
+    name_to_json,
+    surcharge_explanation,
+    surcharge_runs,
+)
 
 ZERO = Decimal("0.00")
 
@@ -111,6 +125,22 @@ class Records:
             refunds=self.refunds, as_of=as_of,
             schedule=LegalParameterSet.history().surcharge_schedule if schedule is None else schedule,
         )
+
+    def surcharge_taken(self, *, charge_key: str, lowerings: Sequence[rules.PrincipalLowering], as_of: date,
+                        schedule: rules.RateSchedule) -> tuple[Decimal, ...]:
+        """¶9, ¶12: for each of ``lowerings`` (one charge's, recorded by ``as_of``, in the order
+        they were recorded), the surcharge as of ``as_of`` it took off that charge: what
+        ``rules.ledger_state`` counts on the charge with the lowerings before it, less what it
+        counts with it too, every other record as stored. They add up to the surcharge the charge
+        would have without them less the surcharge it has (the statement's *recargo recalculado*)."""
+
+        def surcharge_with(count: int) -> Decimal:
+            charges = tuple(replace(charge, lowerings=tuple(lowerings[:count])) if charge.key == charge_key else charge
+                            for charge in self.charges)
+            return replace(self, charges=charges).state(as_of=as_of, schedule=schedule).charge(charge_key).surcharge
+
+        figures = [surcharge_with(count) for count in range(len(lowerings) + 1)]
+        return tuple(figures[index] - figures[index + 1] for index in range(len(lowerings)))
 
 
 def account_state(*, parcel: Parcel, as_of: date) -> Account:
@@ -306,8 +336,70 @@ def payment_destination(*, parcel: Parcel, amount: Decimal, on: date) -> Payment
 
 
 @dataclass(frozen=True)
+class StatementEvent:
+    """¶9, ¶12, ¶13: a dated entry shown under the statement line of the charge it changed (issue
+    11), with the figures of its stored record (amounts are positive dollars; ``text`` words them,
+    ``wording.event_text``):
+
+    - ``lowered``: a correction lowered the principal by ``principal`` (``PrincipalAdjustment``);
+      ``surcharge`` is the line's surcharge it took away, as of the statement's date
+      (``Records.surcharge_taken``);
+    - ``given_back``: surcharge and principal the charge had been paid, released to the credit by a
+      correction or a closure (``GiveBack``);
+    - ``credit_applied``: credit paid to the charge's surcharge and principal (``CreditApplication``);
+    - ``last_day_moved``: a closure (of ``closure_day``) moved the last day to pay to ``last_day``
+      (``LastDayMove``).
+
+    ``correction`` and ``roll`` name the correction (its number in the roll of that fiscal year),
+    ``closure_day`` the closure, ``paid_on`` the payment whose credit was applied."""
+
+    kind: str
+    entry_date: date
+    source: str
+    principal: Decimal = ZERO
+    surcharge: Decimal = ZERO
+    correction: int | None = None
+    roll: str = ""
+    closure_day: date | None = None
+    paid_on: date | None = None
+    last_day: date | None = None
+
+    @property
+    def text(self) -> str:
+        return event_text(kind=self.kind, entry_date=self.entry_date, source=self.source, principal=self.principal,
+                          surcharge=self.surcharge, correction=self.correction, roll=self.roll,
+                          closure_day=self.closure_day, paid_on=self.paid_on, last_day=self.last_day)
+
+    def to_json(self) -> dict[str, Any]:
+        def iso(day: date | None) -> str | None:
+            return day.isoformat() if day else None
+
+        return {
+            "kind": self.kind, "entry_date": self.entry_date.isoformat(), "source": self.source,
+            "principal": str(self.principal), "surcharge": str(self.surcharge), "correction": self.correction,
+            "roll": self.roll, "closure_day": iso(self.closure_day), "paid_on": iso(self.paid_on),
+            "last_day": iso(self.last_day),
+            "text": self.text,  # in the language active when it was read (``from_json`` words it again)
+        }
+
+    @classmethod
+    def from_json(cls, item: dict[str, Any]) -> StatementEvent:
+        def day(name: str) -> date | None:
+            return date.fromisoformat(item[name]) if item.get(name) else None
+
+        return cls(
+            kind=item["kind"], entry_date=date.fromisoformat(item["entry_date"]), source=item.get("source", ""),
+            principal=Decimal(item.get("principal", "0.00")), surcharge=Decimal(item.get("surcharge", "0.00")),
+            correction=item.get("correction"), roll=item.get("roll", ""), closure_day=day("closure_day"),
+            paid_on=day("paid_on"), last_day=day("last_day"),
+        )
+
+
+@dataclass(frozen=True)
 class StatementLine:
-    """One charge of the statement as of a date (¶12, ¶13)."""
+    """One charge of the statement as of a date (¶12, ¶13), with the dated entries that changed it
+    (``events``) and the stored facts of its name (``correction``, ``reason``, ``water_month``,
+    ``acre_feet``: ``models.charge_names``; none on lines frozen before they were)."""
 
     description: str
     fiscal_year: str
@@ -324,6 +416,11 @@ class StatementLine:
     as_of: date
     order: int = field(default=0, compare=False)  # the account's order (due date, then charge): the JSON's order
     surcharge_runs: tuple = ()  # ¶12: the basis as structured runs (wording.surcharge_runs), worded in any language
+    correction: int | None = None  # a half raised by a correction: the correction's number in its roll
+    reason: str = ""  # an older one-charge correction: its reason as typed
+    water_month: str = ""  # a water sale: the month of its deliveries, YYYY-MM
+    acre_feet: Decimal | None = None  # a water sale: the acre-feet delivered
+    events: tuple[StatementEvent, ...] = ()  # the dated entries that changed the charge, oldest first
 
     @property
     def label(self) -> str:
@@ -361,10 +458,13 @@ class StatementLine:
             "surcharge_runs": [list(run) for run in self.surcharge_runs],
             "paid": str(self.paid),
             "balance": str(self.balance),
+            **name_to_json(self),
+            "events": [event.to_json() for event in self.events],
         }
 
     @classmethod
     def from_json(cls, item: dict[str, Any], *, as_of: date, order: int = 0) -> StatementLine:
+        """A stored line; one stored before the facts of its name and its events were has none."""
         return cls(
             description=item["description"], fiscal_year=item["fiscal_year"], number=item.get("number"), kind=item.get("kind", ""),
             due_date=date.fromisoformat(item["due_date"]), last_day_to_pay=date.fromisoformat(item["last_day_to_pay"]),
@@ -372,6 +472,7 @@ class StatementLine:
             surcharge_periods=item.get("surcharge_periods", 0), surcharge_basis=item.get("surcharge_basis", ""),
             paid=Decimal(item["paid"]), balance=Decimal(item["balance"]), as_of=as_of, order=order,
             surcharge_runs=tuple(tuple(run) for run in item.get("surcharge_runs", ())),
+            **name_from_json(item), events=tuple(StatementEvent.from_json(event) for event in item.get("events", ())),
         )
 
 
@@ -384,7 +485,9 @@ class Statement:
     """¶12, ¶13: the statement of a parcel as of a date. ``lines`` are in due-date order for
     pages; ``to_json()`` is the one stored and printed form (certificates, seizure steps, the CLI):
     ``{"parcel_id", "as_of", "installments", "other_charges", "total_due", "total_balance",
-    "credit_balance"}``, amounts as strings of dollars, dates ISO."""
+    "credit_balance"}``, amounts as strings of dollars, dates ISO; each line carries the stored
+    facts of its name and its dated ``events`` (``StatementEvent.to_json``). ``from_json`` reads
+    statements stored before those were (their lines have none)."""
 
     parcel_id: str
     as_of: date
@@ -428,11 +531,74 @@ class Statement:
                    total_balance=Decimal(data["total_balance"]), credit_balance=Decimal(data["credit_balance"]), parcel=parcel)
 
 
+def statement_events(account: Account) -> dict[str, tuple[StatementEvent, ...]]:
+    """¶9, ¶12, ¶13: the dated entries recorded by the account's date on each of its charges
+    (``{charge key: events}``, each charge's in date order), read from the same stored records as
+    the account: a correction's lowering with the surcharge it took away, give-backs, *crédito
+    aplicado* and moved last days. No query when the account has none."""
+    records, as_of = account.records, account.state.as_of
+    if records is None or not (records.given_back or records.credit_applied
+                               or any(charge.lowerings or charge.moves for charge in records.charges)):
+        return {}
+    keys = {charge.pk: key for key, charge in account.charges.items()}
+    parcel_id = account.parcel.pk
+    lowered = list(PrincipalAdjustment.objects.filter(charge_id__in=keys, entry_date__lte=as_of).order_by("entry_date", "id")
+                   .values_list("id", "charge_id", "entry_date", "amount", "correction_id"))
+    backs = list(GiveBack.objects.filter(parcel_id=parcel_id, entry_date__lte=as_of)
+                 .values_list("id", "charge_id", "entry_date", "surcharge", "principal", "source", "correction_id", "closure__day"))
+    applied = list(CreditApplication.objects.filter(parcel_id=parcel_id, entry_date__lte=as_of)
+                   .values_list("id", "charge_id", "entry_date", "surcharge", "principal", "source", "correction_id",
+                                "closure__day", "payment__paid_on"))
+    moves = list(LastDayMoveRecord.objects.filter(charge_id__in=keys, entry_date__lte=as_of)
+                 .values_list("id", "charge_id", "entry_date", "last_day", "closure__day"))
+    named = {row[4] for row in lowered} | {row[6] for row in backs + applied if row[6]}
+    corrections = {pk: (number, roll) for pk, number, roll in
+                   RollCorrection.objects.numbered().filter(pk__in=named).values_list("pk", "number", "roll")} if named else {}
+    found: dict[str, list[tuple[tuple, StatementEvent]]] = {}
+
+    def add(pk: int, charge_id: int, event: StatementEvent) -> None:
+        order = (event.entry_date, EVENT_KINDS.index(event.kind), pk)
+        found.setdefault(keys[charge_id], []).append((order, event))
+
+    def named_by(correction_id: int | None) -> dict[str, Any]:
+        if correction_id is None:
+            return {}
+        number, roll = corrections[correction_id]
+        return {"correction": number, "roll": roll}
+
+    schedule = LegalParameterSet.history().surcharge_schedule
+    by_charge: dict[int, list[tuple]] = {}
+    for row in lowered:
+        by_charge.setdefault(row[1], []).append(row)
+    for charge_id, rows in by_charge.items():
+        taken = records.surcharge_taken(
+            charge_key=keys[charge_id], as_of=as_of, schedule=schedule,
+            lowerings=[rules.PrincipalLowering(entry_date=on, amount=amount) for _pk, _c, on, amount, _k in rows],
+        )
+        for (pk, _c, on, amount, correction_id), surcharge in zip(rows, taken, strict=True):
+            add(pk, charge_id, StatementEvent(kind=LOWERED, entry_date=on, source=rules.SOURCE_CORRECTION, principal=amount,
+                                              surcharge=surcharge, **named_by(correction_id)))
+    for pk, charge_id, on, surcharge, principal, source, correction_id, closure_day in backs:
+        add(pk, charge_id, StatementEvent(kind=GIVEN_BACK, entry_date=on, source=source, principal=principal,
+                                          surcharge=surcharge, closure_day=closure_day, **named_by(correction_id)))
+    for pk, charge_id, on, surcharge, principal, source, correction_id, closure_day, paid_on in applied:
+        add(pk, charge_id, StatementEvent(kind=CREDIT_APPLIED, entry_date=on, source=source, principal=principal,
+                                          surcharge=surcharge, closure_day=closure_day, paid_on=paid_on,
+                                          **named_by(correction_id)))
+    for pk, charge_id, on, last_day, closure_day in moves:
+        add(pk, charge_id, StatementEvent(kind=LAST_DAY_MOVED, entry_date=on, source=rules.SOURCE_CLOSURE,
+                                          closure_day=closure_day, last_day=last_day))
+    return {key: tuple(event for _order, event in sorted(rows, key=lambda row: row[0])) for key, rows in found.items()}
+
+
 def statement(*, parcel: Parcel, as_of: date) -> Statement:
     """¶12, ¶13: the statement (*estado de cuenta*) as of a date: each charge with due date, last
-    day to pay, principal, surcharge so far and how it was counted, paid, balance; the total due."""
+    day to pay, principal, surcharge so far and how it was counted, paid, balance, and the dated
+    entries that changed it (``statement_events``); the total due."""
     account = account_state(parcel=parcel, as_of=as_of)
     rate = delinquency_parameters(as_of).surcharge_rate
+    names = charge_names(account.charges.values())
+    events = statement_events(account)
     lines = []
     for index, state in enumerate(account.state.charges):
         charge = account.charges[state.key]
@@ -441,6 +607,7 @@ def statement(*, parcel: Parcel, as_of: date) -> Statement:
             due_date=state.due, last_day_to_pay=state.last_day, principal=state.principal, surcharge=state.surcharge,
             surcharge_periods=state.periods, surcharge_basis=surcharge_explanation(state, rate), paid=state.paid,
             balance=state.balance, as_of=as_of, order=index, surcharge_runs=tuple(tuple(run) for run in surcharge_runs(state, rate)),
+            events=events.get(state.key, ()), **names[charge.pk],
         ))
     return Statement(
         parcel_id=parcel.parcel_id, as_of=as_of, lines=_display_order(lines), total_due=account.state.total_due,

@@ -206,7 +206,7 @@ def _owed_row(line: BillOwedLine, rate: Decimal) -> dict[str, Any]:
     if line.kind == "installment":
         label = _("Plazo %(n)s del año fiscal %(y)s") % {"n": line.number, "y": line.fiscal_year}
     else:
-        label = line.description
+        label = line.label
     basis = surcharge_text(line.surcharge_groups, rate) if line.surcharge_groups else ""
     return {"label": label, "line": line, "basis": basis}
 

@@ -20,10 +20,13 @@ Design:
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import Any
+
 import pghistory
 from django.conf import settings
 from django.db import models
-from django.db.models import Q
+from django.db.models import Min, Q, Sum
 from django.utils.translation import gettext_lazy as _
 
 from levy.models import money_field
@@ -116,6 +119,8 @@ class Charge(models.Model):
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
 
+    _name_fields: dict[str, Any]  # charge_names(), once read
+
     class Meta:
         ordering = ["due_date", "id"]
         constraints = [
@@ -136,11 +141,56 @@ class Charge(models.Model):
     def label(self) -> str:
         """The charge's name in the active language (``description`` is the stored Spanish one)."""
         return wording.charge_label(kind=self.kind, fiscal_year=self.fiscal_year.label, number=self.number,
-                                    description=self.description, due_date=self.due_date)
+                                    description=self.description, due_date=self.due_date, **self.name_fields())
+
+    def name_fields(self) -> dict[str, Any]:
+        """The stored facts the charge's name needs beyond its own fields (``charge_names``),
+        read once per instance (``charge_names`` of many charges fills them in a few queries)."""
+        if not hasattr(self, "_name_fields"):
+            charge_names([self])
+        return self._name_fields
 
     @property
     def key(self) -> str:
         return f"C{self.pk}"
+
+
+def charge_names(charges: Iterable[Charge]) -> dict[int, dict[str, Any]]:
+    """The stored facts a charge's name (``wording.charge_label``) needs beyond its own fields,
+    ``{charge pk: fields}``, read from the records that made it (never from its description),
+    and kept on each instance for ``Charge.name_fields``:
+
+    - a correction charge: ``correction``, its correction's number in its roll
+      (``levy.RollCorrection.objects.numbered``, through ``CorrectionCharge``), or for a charge
+      of the older one-charge corrections (``Charge.correction``) the correction's ``reason``;
+    - a water sale: ``water_month`` (``YYYY-MM``, the month of its deliveries) and ``acre_feet``
+      (their sum), from the ``WaterDelivery`` rows it billed.
+
+    At most three queries, none when no charge is a correction or a water sale."""
+    from levy.models import RollCorrection
+
+    charges = list(charges)
+    found: dict[int, dict[str, Any]] = {charge.pk: {} for charge in charges}
+    corrections = [charge.pk for charge in charges if charge.kind == Charge.Kind.CORRECTION]
+    water = [charge.pk for charge in charges if charge.kind == Charge.Kind.WATER]
+    if corrections:
+        raised = dict(CorrectionCharge.objects.filter(charge_id__in=corrections).values_list("charge_id", "correction_id"))
+        older = {charge.pk: charge.correction_id for charge in charges
+                 if charge.pk in corrections and charge.pk not in raised and charge.correction_id}
+        facts = {pk: (number, reason) for pk, number, reason in RollCorrection.objects.numbered()
+                 .filter(pk__in=set(raised.values()) | set(older.values())).values_list("pk", "number", "reason")}
+        for charge_id, correction_id in raised.items():
+            found[charge_id] = {"correction": facts[correction_id][0]}
+        for charge_id, correction_id in older.items():
+            found[charge_id] = {"reason": facts[correction_id][1]}
+    if water:
+        for charge_id, month, feet in (WaterDelivery.objects.filter(charge_id__in=water).order_by().values("charge_id")
+                                       .annotate(month=Min("delivered_on"), feet=Sum("acre_feet"))
+                                       .values_list("charge_id", "month", "feet")):
+            found[charge_id] = {"water_month": month.strftime("%Y-%m"), "acre_feet": feet}
+    for charge in charges:
+        charge._name_fields = found[charge.pk]
+    return found
 
 
 class Payment(models.Model):

@@ -13,7 +13,7 @@ from decimal import Decimal
 from typing import Any
 
 from .accounts import Statement
-from .wording import basis_text, line_label
+from .wording import basis_text, line_label, name_from_json, name_to_json
 
 
 def _dec(value: Any) -> Decimal | None:
@@ -198,6 +198,16 @@ class BillOwedLine:
     balance: Decimal
     billed: bool = False
     surcharge_groups: tuple[tuple[int, str], ...] = ()  # ¶12: runs of (months, unpaid principal)
+    # The stored facts of its name (billing.models.charge_names; none on bills frozen before them).
+    correction: int | None = None
+    reason: str = ""
+    water_month: str = ""
+    acre_feet: Decimal | None = None
+
+    @property
+    def label(self) -> str:
+        """The charge's name in the reader's language, from the frozen fields (``wording.charge_label``)."""
+        return line_label(self)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -205,7 +215,7 @@ class BillOwedLine:
             "fiscal_year": self.fiscal_year, "number": self.number, "kind": self.kind, "description": self.description,
             "due_date": self.due_date.isoformat(), "last_day_to_pay": self.last_day_to_pay.isoformat(),
             "principal_due": str(self.principal_due), "surcharge_due": str(self.surcharge_due), "periods": self.periods,
-            "balance": str(self.balance), "billed": self.billed,
+            "balance": str(self.balance), "billed": self.billed, **name_to_json(self),
         }
 
     @classmethod
@@ -217,6 +227,7 @@ class BillOwedLine:
             surcharge_due=Decimal(item["surcharge_due"]), periods=int(item.get("periods", 0)), balance=Decimal(item["balance"]),
             billed=bool(item.get("billed")),
             surcharge_groups=tuple((int(months), str(unpaid)) for months, unpaid in item.get("surcharge_groups", [])),
+            **name_from_json(item),
         )
 
 

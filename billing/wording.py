@@ -5,19 +5,23 @@ no writes; it reads ``billing.rules`` results only.
 
 Charge labels: a charge's stored ``description`` is Spanish text (append-only rows keep it as the
 fallback); pages, documents and the CLI show ``charge_label`` instead, rendered in the reader's
-language from the charge's structured fields (kind, fiscal year, number, due date)."""
+language from the charge's structured fields (kind, fiscal year, number, due date) and the stored
+facts of the records that made it (its correction's number, its water deliveries), never parsed
+back out of the description. ``event_text`` words the dated entries (a correction's lowering, a
+give-back, *crédito aplicado*, a moved last day) the statement shows under a charge."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
 from datetime import date
 from decimal import Decimal
+from typing import Any
 
+from django.utils import formats
 from django.utils.dateformat import format as date_format
 from django.utils.dates import MONTHS
+from django.utils.translation import get_language, ngettext
 from django.utils.translation import gettext as _
-from django.utils.translation import ngettext
 
 from . import rules
 
@@ -85,11 +89,6 @@ def long_date(day: date | None, lang_key: str) -> str:
 
 # ``Charge.Kind`` values (billing.models), named here so wording stays below the models.
 INSTALLMENT, CORRECTION, WATER, REFUND = "installment", "correction", "water", "refund"
-# The Spanish descriptions the services store (billing.services.water, .corrections): the facts
-# a label needs that no structured field carries (acre-feet; the reason typed by staff).
-_WATER = re.compile(r"^(?:Agua|Water) (?P<month>\d{2})/(?P<year>\d{4}): (?P<feet>[\d.,]+) ")
-_NUMBERED_CORRECTION = re.compile(r"^Corrección n\.º (?P<correction>\d+) del padrón ")
-_CORRECTION_REASON = re.compile(r"^(?:Corrección|Correction) [^:]*: (?P<reason>.*)$", re.DOTALL)
 
 
 def installment_month(number: int | None) -> str:
@@ -98,41 +97,154 @@ def installment_month(number: int | None) -> str:
     return str(MONTHS[7 if number == 1 else 1]) if number in (1, 2) else ""
 
 
+def _frozen_name(description: str, named: str) -> str:
+    """The name of a line frozen before the facts of its name were (older snapshots): in Spanish,
+    the language it was stored in, its stored name as it was issued; in another language
+    ``named``, the name its fields give."""
+    return description if description and (get_language() or "es").startswith("es") else named
+
+
 def charge_label(*, kind: str, fiscal_year: str, number: int | None = None, description: str = "",
-                 due_date: date | str | None = None) -> str:
-    """The name of a charge in the active language: "2026-2027 plazo 1 (julio)" / "2026-2027
-    installment 1 (July)", "Corrección 2026-2027: <reason as typed>", "Agua 10/2026: 4 acres-pie
-    (sec. 374a)", "Reembolso de crédito". ``description`` (the stored Spanish text) is the
-    fallback for a kind this does not know."""
+                 due_date: date | str | None = None, correction: int | None = None, reason: str = "",
+                 water_month: str = "", acre_feet: Decimal | str | None = None) -> str:
+    """The name of a charge in the active language, from stored fields only: "2026-2027 plazo 1
+    (julio)" / "2026-2027 installment 1 (July)"; a half raised by a correction, "Corrección n.º 1
+    del padrón 2026-2027 (¶9): plazo 1 (julio)" (``correction``: its number in its roll); an
+    older one-charge correction, "Corrección 2026-2027: <reason as typed>" (``reason``); a water
+    sale, "Agua 10/2026: 4.000 acres-pie (sec. 374a)" (``water_month`` ``YYYY-MM`` and
+    ``acre_feet`` of its deliveries); "Reembolso de crédito". The facts come from the records
+    (``billing.models.charge_names``), never from ``description``, the stored Spanish text: that
+    is what a kind this does not know shows, and what a Spanish reader reads of a line frozen
+    before its facts were."""
     if kind == INSTALLMENT and number in (1, 2):
         month = installment_month(number)
         return _("%(fy)s plazo %(n)s (%(m)s)") % {"fy": fiscal_year, "n": number, "m": month}
     if kind == CORRECTION:
-        numbered = _NUMBERED_CORRECTION.match(description or "")
-        if numbered and number in (1, 2):  # a half raised by a correction (billing.services.corrections)
+        if correction is not None and number in (1, 2):  # a half raised by a correction (billing.services.corrections)
             return _("Corrección n.º %(c)s del padrón %(fy)s (¶9): plazo %(n)s (%(m)s)") % {
-                "c": numbered["correction"], "fy": fiscal_year, "n": number, "m": installment_month(number)}
-        found = _CORRECTION_REASON.match(description or "")
-        reason = found["reason"] if found else ""
+                "c": correction, "fy": fiscal_year, "n": number, "m": installment_month(number)}
         if reason:
             return _("Corrección %(fy)s: %(r)s") % {"fy": fiscal_year, "r": reason}
-        return _("Corrección suplementaria %(fy)s") % {"fy": fiscal_year}
+        if number in (1, 2):
+            return _frozen_name(description, _("Corrección suplementaria %(fy)s: plazo %(n)s (%(m)s)") % {
+                "fy": fiscal_year, "n": number, "m": installment_month(number)})
+        return _frozen_name(description, _("Corrección suplementaria %(fy)s") % {"fy": fiscal_year})
     if kind == WATER:
-        found = _WATER.match(description or "")
-        if found:
-            return _("Agua %(m)02d/%(y)s: %(f)s acres-pie (sec. 374a)") % {"m": int(found["month"]), "y": found["year"], "f": found["feet"]}
+        if water_month and acre_feet is not None:
+            year, month = water_month.split("-")
+            return _("Agua %(m)02d/%(y)s: %(f)s acres-pie (sec. 374a)") % {"m": int(month), "y": year, "f": acre_feet}
         if due_date:  # billed the month before its due date (billing.services.water)
             due = date.fromisoformat(due_date) if isinstance(due_date, str) else due_date
             month, year = (due.month - 1, due.year) if due.month > 1 else (12, due.year - 1)
-            return _("Agua %(m)02d/%(y)s (sec. 374a)") % {"m": month, "y": year}
+            return _frozen_name(description, _("Agua %(m)02d/%(y)s (sec. 374a)") % {"m": month, "y": year})
     if kind == REFUND:
         return _("Reembolso de crédito")
     return description
 
 
+def _getter(item: object):
+    return item.get if isinstance(item, dict) else lambda name, default=None: getattr(item, name, default)
+
+
+def name_to_json(item: object) -> dict[str, Any]:
+    """The stored facts of a line's name (``charge_label``'s ``correction``, ``reason``,
+    ``water_month``, ``acre_feet``) as a snapshot stores them."""
+    get = _getter(item)
+    feet = get("acre_feet")
+    return {"correction": get("correction"), "reason": get("reason", "") or "", "water_month": get("water_month", "") or "",
+            "acre_feet": None if feet is None else str(feet)}
+
+
+def name_from_json(item: dict[str, Any]) -> dict[str, Any]:
+    """``name_to_json`` read back (a line stored before them has none)."""
+    feet = item.get("acre_feet")
+    return {"correction": item.get("correction"), "reason": item.get("reason", "") or "",
+            "water_month": item.get("water_month", "") or "", "acre_feet": None if feet is None else Decimal(feet)}
+
+
 def line_label(item: object) -> str:
     """``charge_label`` of a statement, receipt or snapshot line (an object with the fields, or
     the stored JSON dict of one)."""
-    get = item.get if isinstance(item, dict) else lambda name, default=None: getattr(item, name, default)
+    get = _getter(item)
     return charge_label(kind=get("kind", "") or "", fiscal_year=get("fiscal_year", "") or "", number=get("number"),
-                        description=get("description", "") or "", due_date=get("due_date"))
+                        description=get("description", "") or "", due_date=get("due_date"), correction=get("correction"),
+                        reason=get("reason", "") or "", water_month=get("water_month", "") or "", acre_feet=get("acre_feet"))
+
+
+# --- The dated entries under a statement line (issue 11) -----------------------------------------
+
+# ``accounts.StatementEvent.kind``: what a dated entry did to its charge.
+LOWERED = "lowered"  # ¶9, ¶11: a correction lowered its principal (billing.models.PrincipalAdjustment)
+GIVEN_BACK = "given_back"  # ¶9, ¶12: surcharge (and principal) it had been paid, released to the credit (GiveBack)
+CREDIT_APPLIED = "credit_applied"  # ¶12, ¶13: credit paid to it (CreditApplication)
+LAST_DAY_MOVED = "last_day_moved"  # ¶12: a closure moved its last day to pay (LastDayMove)
+EVENT_KINDS = (LOWERED, LAST_DAY_MOVED, GIVEN_BACK, CREDIT_APPLIED)  # their order on one day
+# ``billing.rules.SOURCES``: what caused it.
+SOURCE_CORRECTION, SOURCE_CLOSURE, SOURCE_PAYMENT = "correction", "closure", "payment"
+
+
+def short_date(day: date | None) -> str:
+    """A date as pages write it in the active language (d/m/Y in both)."""
+    return formats.date_format(day, "SHORT_DATE_FORMAT") if day else ""
+
+
+def money_text(amount: Decimal) -> str:
+    return f"${amount:,.2f}"
+
+
+def _cause(*, by: bool, source: str, correction: int | None, roll: str, closure_day: date | None,
+           paid_on: date | None) -> str:
+    """What caused an entry, to follow "devuelto" (``by``: "por la corrección n.º 3 …") or
+    "aplicado" ("de la corrección n.º 3 …", "del cierre …", "de un pago …")."""
+    if source == SOURCE_CORRECTION:
+        if by:
+            return _("por la corrección n.º %(c)s del padrón %(fy)s") % {"c": correction, "fy": roll}
+        return _("de la corrección n.º %(c)s del padrón %(fy)s") % {"c": correction, "fy": roll}
+    if source == SOURCE_CLOSURE:
+        if by:
+            return _("por el cierre de oficinas del %(day)s") % {"day": short_date(closure_day)}
+        return _("del cierre de oficinas del %(day)s") % {"day": short_date(closure_day)}
+    return _("de un pago del %(day)s") % {"day": short_date(paid_on)}
+
+
+def event_text(*, kind: str, entry_date: date, source: str, principal: Decimal, surcharge: Decimal,
+               correction: int | None = None, roll: str = "", closure_day: date | None = None,
+               paid_on: date | None = None, last_day: date | None = None) -> str:
+    """A dated entry under the statement line of the charge it changed, in the active language,
+    with the figures of its stored record:
+
+    - lowered: "Corrección n.º 3 del padrón 2026-2027 (¶9), 15/10/2026: −$500.00; recargo
+      recalculado: −$5.00" (``principal`` lowered; ``surcharge`` the line's surcharge it took
+      away, omitted when none);
+    - given back: "Recargo devuelto por la corrección n.º 3 del padrón 2026-2027, 15/10/2026:
+      $5.00" (or "por el cierre de oficinas del 10/09/2026"), with the principal paid beyond the
+      lowered principal ("; principal liberado al crédito: $500.00");
+    - credit applied: "Crédito aplicado de la corrección n.º 3 del padrón 2026-2027, 15/10/2026:
+      $120.00" (with the part that went to surcharge);
+    - last day moved: "Cierre de oficinas del 10/09/2026 (¶12), 12/09/2026: último día para pagar
+      movido al 11/09/2026"."""
+    on = short_date(entry_date)
+    cause = {"source": source, "correction": correction, "roll": roll, "closure_day": closure_day, "paid_on": paid_on}
+    if kind == LOWERED:
+        text = _("Corrección n.º %(c)s del padrón %(fy)s (¶9), %(d)s: −%(a)s") % {
+            "c": correction, "fy": roll, "d": on, "a": money_text(principal)}
+        if surcharge:
+            text = _("%(entry)s; recargo recalculado: −%(s)s") % {"entry": text, "s": money_text(surcharge)}
+        return text
+    if kind == GIVEN_BACK:
+        figures = {"cause": _cause(by=True, **cause), "d": on, "s": money_text(surcharge), "p": money_text(principal)}
+        if surcharge and principal:
+            return _("Recargo devuelto %(cause)s, %(d)s: %(s)s; principal liberado al crédito: %(p)s") % figures
+        if principal:
+            return _("Principal liberado al crédito %(cause)s, %(d)s: %(p)s") % figures
+        return _("Recargo devuelto %(cause)s, %(d)s: %(s)s") % figures
+    if kind == CREDIT_APPLIED:
+        text = _("Crédito aplicado %(cause)s, %(d)s: %(a)s") % {
+            "cause": _cause(by=False, **cause), "d": on, "a": money_text(principal + surcharge)}
+        if surcharge:
+            text = _("%(entry)s (%(s)s a recargo)") % {"entry": text, "s": money_text(surcharge)}
+        return text
+    if kind == LAST_DAY_MOVED:
+        return _("Cierre de oficinas del %(day)s (¶12), %(d)s: último día para pagar movido al %(new)s") % {
+            "day": short_date(closure_day), "d": on, "new": short_date(last_day)}
+    return ""

@@ -378,6 +378,16 @@ class RollLine(models.Model):
         ]
 
 
+class RollCorrectionQuerySet(models.QuerySet):
+    def numbered(self) -> RollCorrectionQuerySet:
+        """¶9: each correction with ``number``, its number in its roll (1, 2, … in the order they
+        were made: the ``n.º`` of the ledger entries that name it) and ``roll``, the roll's fiscal year."""
+        earlier = (RollCorrection.objects.filter(roll_line__levy_id=models.OuterRef("roll_line__levy_id"),
+                                                 pk__lte=models.OuterRef("pk"))
+                   .order_by().values("roll_line__levy_id").annotate(n=models.Count("pk")).values("n"))
+        return self.annotate(number=models.Subquery(earlier), roll=models.F("roll_line__levy__fiscal_year__label"))
+
+
 class RollCorrection(models.Model):
     """A supplementary entry after finalization: references the line it corrects, with a reason and
     its own due date; billed as its own charge and reconciled apart from the original roll."""
@@ -393,6 +403,8 @@ class RollCorrection(models.Model):
     due_date = models.DateField(_("vence"))
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = RollCorrectionQuerySet.as_manager()
 
     class Meta:
         ordering = ["created_at"]

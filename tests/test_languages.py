@@ -82,12 +82,24 @@ def test_charge_labels_are_rendered_in_the_readers_language(system_user):
          "2026-2027 plazo 1 (julio)", "2026-2027 installment 1 (July)"),
         (dict(kind="installment", fiscal_year="2026-2027", number=2, description="2026-2027 plazo 2 (enero)"),
          "2026-2027 plazo 2 (enero)", "2026-2027 installment 2 (January)"),
-        (dict(kind="correction", fiscal_year="2026-2027", description="Corrección 2026-2027: cabida medida de nuevo"),
+        # the facts of a name are stored fields (billing.models.charge_names), never read from the description
+        (dict(kind="correction", fiscal_year="2026-2027", number=1, correction=3, description="texto guardado"),
+         "Corrección n.º 3 del padrón 2026-2027 (¶9): plazo 1 (julio)",
+         "Correction no. 3 of the 2026-2027 roll (¶9): installment 1 (July)"),
+        (dict(kind="correction", fiscal_year="2026-2027", reason="cabida medida de nuevo", description="texto guardado"),
          "Corrección 2026-2027: cabida medida de nuevo", "Correction 2026-2027: cabida medida de nuevo"),
+        # a line frozen before its facts were: the stored Spanish name in Spanish, its fields' name in English
+        (dict(kind="correction", fiscal_year="2026-2027", number=2, description="Corrección n.º 1 del padrón 2026-2027 (¶9): plazo 2 (enero)"),
+         "Corrección n.º 1 del padrón 2026-2027 (¶9): plazo 2 (enero)", "Supplementary correction 2026-2027: installment 2 (January)"),
+        (dict(kind="correction", fiscal_year="2026-2027", description=""), "Corrección suplementaria 2026-2027",
+         "Supplementary correction 2026-2027"),
         # a water sale of October 2026 is due on 1 November (billing.services.water)
+        (dict(kind="water", fiscal_year="2026-2027", due_date="2026-11-01", water_month="2026-10", acre_feet=Decimal("4.000"),
+              description="texto guardado"),
+         "Agua 10/2026: 4.000 acres-pie (sec. 374a)", "Water 10/2026: 4.000 acre-feet (sec. 374a)"),
         (dict(kind="water", fiscal_year="2026-2027", due_date="2026-11-01", description="Agua 10/2026: 4.00 acres-pie (sec. 374a)"),
-         "Agua 10/2026: 4.00 acres-pie (sec. 374a)", "Water 10/2026: 4.00 acre-feet (sec. 374a)"),
-        (dict(kind="water", fiscal_year="2026-2027", due_date=date(2027, 1, 1), description="?"),
+         "Agua 10/2026: 4.00 acres-pie (sec. 374a)", "Water 10/2026 (sec. 374a)"),
+        (dict(kind="water", fiscal_year="2026-2027", due_date=date(2027, 1, 1), description=""),
          "Agua 12/2026 (sec. 374a)", "Water 12/2026 (sec. 374a)"),
         (dict(kind="refund", fiscal_year="2026-2027", description="Reembolso de crédito"), "Reembolso de crédito", "Credit refund"),
         (dict(kind="", fiscal_year="", description="texto guardado"), "texto guardado", "texto guardado"),
@@ -111,6 +123,10 @@ def test_every_page_and_document_in_each_language_holds_none_of_the_other(client
     roll_correction_create(acting_user=users["u_hac_a"], roll_line=RollLine.objects.get(parcel=p1), om_charge_delta=Decimal("10.00"),
                            credit_delta=Decimal("0"), reason=CORRECTION_REASON, made_on=date(2026, 7, 5))
     receipt = counter.payment_record(acting_user=users["lang_collector"], parcel=p1, amount=Decimal("100.00"), paid_on=date(2026, 7, 10))
+    # a second correction lowering P1's charge on 20 October: the statement shows its dated entries
+    # under the charges it lowered (after the certificate's date below, which stays as it was)
+    roll_correction_create(acting_user=users["u_hac_a"], roll_line=RollLine.objects.get(parcel=p1), om_charge_delta=Decimal("-20.00"),
+                           credit_delta=Decimal("0"), reason=CORRECTION_REASON, made_on=date(2026, 10, 20))
     # P2's July half paid in full (250 ac × 183.60 $/ac / 2 = 22,950.00): the landowner's home reads
     # "by <its January half's last day>", the line that once read "by 2 de March de 2027"
     counter.payment_record(acting_user=users["lang_collector"], parcel=Parcel.objects.get(parcel_id="P2"), amount=Decimal("22950.00"),
@@ -170,6 +186,8 @@ def test_every_page_and_document_in_each_language_holds_none_of_the_other(client
     assert "2026-2027 plazo 1 (julio)" in read[f"es collector {statement}"]
     assert "2026-2027 installment 1 (July)" in read[f"en collector {statement}"]
     assert "Correction no. 1 of the 2026-2027 roll (¶9): installment 1 (July)" in read[f"en landowner {statement}"]
+    assert "Entries that changed this charge Correction no. 2 of the 2026-2027 roll (¶9), 20/10/2026: −$" in read[f"en landowner {statement}"]
+    assert "Entradas que cambiaron este cargo Corrección n.º 2 del padrón 2026-2027 (¶9), 20/10/2026: −$" in read[f"es collector {statement}"]
     # (a PDF's narrow table cell wraps the name over lines read between the other columns' text)
     for document in ("en certificate", "en seizure notice"):
         assert "installment" in read[document] and "(July)" in read[document], document

@@ -26,7 +26,7 @@ from parcels.roles import COLLECTOR, HACIENDA, LANDOWNER, SUPERVISOR, has_role
 from .. import chain, documents, rules
 from ..accounts import account_states, charge_key, delinquency_parameters, parcel_by_code
 from ..errors import BillingError
-from ..models import Bill, BillBatch, Charge, DocumentSeries, IssuedDocument, Office
+from ..models import Bill, BillBatch, Charge, DocumentSeries, IssuedDocument, Office, charge_names
 from ..snapshots import BillOffice, BillOwedLine, BillSnapshot
 from ..wording import surcharge_groups
 from .numbering import numbers_allocate
@@ -65,10 +65,11 @@ class AccountFacts:
 
 def _owed_lines(account: Any, to_pay: rules.AmountToPay, billed_key: str) -> tuple[BillOwedLine, ...]:
     states = {state.key: state for state in account.state.charges}
+    names = charge_names(account.charges[key] for key in to_pay.owed_keys)
     lines = []
     for key in to_pay.owed_keys:
         state, charge = states[key], account.charges[key]
-        lines.append(BillOwedLine(
+        lines.append(BillOwedLine(**names[charge.pk],
             fiscal_year=charge.fiscal_year.label, number=charge.number, kind=charge.kind, description=charge.description,
             due_date=state.due, last_day_to_pay=state.last_day, principal_due=state.principal_due,
             surcharge_due=state.surcharge_due, periods=state.periods, balance=state.balance, billed=key == billed_key,

@@ -81,7 +81,7 @@ def refusal_message(refused: rules.CorrectionRefused) -> str:
 
 def correction_number(correction: RollCorrection) -> int:
     """¶9: the correction's number in its roll (1, 2, … in the order they were made)."""
-    return RollCorrection.objects.filter(roll_line__levy_id=correction.roll_line.levy_id, pk__lte=correction.pk).count()
+    return RollCorrection.objects.numbered().values_list("number", flat=True).get(pk=correction.pk)
 
 
 def _halves(line: RollLine) -> tuple[rules.HalfStanding, rules.HalfStanding]:

@@ -258,3 +258,33 @@ def test_the_day_report_fits_a_phone(visit, district, language):
     receipts = _stacked_cells(visit, "main table.table-stack >> nth=2")
     amount = "Amount" if english else "Cantidad"
     assert [c["text"] for c in receipts if c["label"] == amount] == ["$100.00"]
+
+
+@pytest.mark.parametrize("language", ["es-pr", "en"])
+def test_a_corrections_entries_stay_with_their_charge_on_a_phone(visit, district, language):
+    """On 15 October 2026 correction n.º 1 takes 1,000.00 off P1's O&M charge (no credit on the
+    roll): each half falls 500.00, July to 8,680.00. Its surcharge for the two periods begun (Sep 1,
+    Oct 1) on 8,680.00 − 500.00 paid is ½% × 2 × 8,180.00 = 81.80 instead of ½% × 2 × 8,680.00 =
+    86.80: 5.00 recalculated away. Under each half the statement shows the dated entry, in the
+    reader's language; on a phone it stays in the same card as its charge, within the screen."""
+    from billing.services.corrections import roll_correction_create
+    from levy.models import RollLine
+
+    english = language == "en"
+    p1 = district["p1"]
+    hacienda = get_user_model().objects.get(username="u_hac_a")
+    roll_correction_create(acting_user=hacienda, roll_line=RollLine.objects.get(parcel=p1), om_charge_delta=Decimal("-1000.00"),
+                           reason="Cabida medida de nuevo", made_on=date(2026, 10, 15))
+    _open(visit, language, "carmen")
+    _look(visit, f"/colecturia/predio/{p1.pk}/estado/", "statement-correction", language)
+    entries = visit.page.locator("main table.table-stack tr.line-events")
+    assert entries.count() == 2  # under July and under January
+    july = entries.first.inner_text()
+    wanted = ("Correction no. 1 of the 2026-2027 roll (¶9), 15/10/2026: −$500.00; surcharge recalculated: −$5.00" if english
+              else "Corrección n.º 1 del padrón 2026-2027 (¶9), 15/10/2026: −$500.00; recargo recalculado: −$5.00")
+    assert wanted in " ".join(july.split()), july
+    charge_row = visit.page.locator("main table.table-stack tbody tr.has-events").first.bounding_box()
+    box = entries.first.bounding_box()
+    assert abs(box["y"] - (charge_row["y"] + charge_row["height"])) < 1, (charge_row, box)  # one card: no gap between them
+    assert box["x"] >= 0 and box["x"] + box["width"] <= WIDTH + 0.5, box
+    _stacked_cells(visit, "main table.table-stack")  # the charge's own cells still stack with their labels

@@ -201,6 +201,8 @@ class Command(BaseCommand):
                 f"principal {item['principal']:>12} recargo {item['surcharge']:>10} pagado {item['paid']:>12} saldo {item['balance']:>12}"
                 + (f"  ({item['surcharge_basis']})" if item["surcharge_basis"] else "")
             )
+            for event in item.get("events", ()):  # the dated entries that changed it (issue 11)
+                self.stdout.write(f"      {accounts.StatementEvent.from_json(event).text}")
         self.stdout.write(f"  total adeudado hoy {data['total_due']}")
 
     # --- documents ----------------------------------------------------------------------------
