@@ -165,10 +165,7 @@ def corrections(request: HttpRequest, year: str) -> HttpResponse:
                     messages.success(request, _("Corrección registrada y cargada a la cuenta del predio."))
                     return redirect("levy:corrections", year=fiscal_year.label)
     entries = (
-        RollCorrection.objects.filter(roll_line__levy=levy).select_related("roll_line", "created_by").order_by("-created_at")
+        RollCorrection.objects.numbered().filter(roll_line__levy=levy).select_related("roll_line", "created_by").order_by("-created_at")
         if levy else RollCorrection.objects.none()
     )
-    entries = list(entries)
-    for number, entry in zip(range(len(entries), 0, -1), entries, strict=True):
-        entry.number = number  # ¶9: its number in the roll (1, 2, … in the order made), as documents cite it
     return render(request, "levy/corrections.html", {"form": form, "levy": levy, "label": fiscal_year.label, "entries": entries})

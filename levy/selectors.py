@@ -109,15 +109,11 @@ class CorrectedLine:
 def line_as_corrected(line: RollLine) -> CorrectedLine:
     """¶9: what a receipt or bill states as the year's levy and credit: the line plus its corrections'
     deltas, the credit percentage the newest one recorded (sec. 372), and the net split again by ¶12."""
-    mine = list(RollCorrection.objects.filter(roll_line=line).order_by("pk"))
+    mine = list(RollCorrection.objects.numbered().filter(roll_line=line).order_by("pk"))
     om_charge = line.om_charge + sum((c.om_charge_delta.amount for c in mine), ZERO)
     credit = line.credit + sum((c.credit_delta.amount for c in mine), ZERO)
     net = line.net + sum((c.net_delta.amount for c in mine), ZERO)
     percent = next((c.credit_percent for c in reversed(mine) if c.credit_percent is not None), line.credit_percent)
     first, second = rules.installments(net=net) if mine else (line.first_installment, line.second_installment)
-    numbers: tuple[int, ...] = ()
-    if mine:
-        ids = list(RollCorrection.objects.filter(roll_line__levy_id=line.levy_id).order_by("pk").values_list("pk", flat=True))
-        numbers = tuple(ids.index(c.pk) + 1 for c in mine)
     return CorrectedLine(om_charge=om_charge, credit_percent=percent, credit=credit, net=net, first_installment=first,
-                         second_installment=second, corrections=numbers)
+                         second_installment=second, corrections=tuple(c.number for c in mine))
