@@ -189,3 +189,20 @@ def test_public_lookup_refuses_alike_and_is_throttled_per_number_and_per_client(
     for n in range(public.CLIENT_FAILURE_LIMIT):
         client.post(url, {"parcel_id": f"X{n}", "access_code": "AAAAA-AAAAA"}, REMOTE_ADDR="10.0.0.7")
     assert client.post(url, {"parcel_id": "P3", "access_code": access_code("P3")}, REMOTE_ADDR="10.0.0.7").status_code == 429
+
+
+@pytest.mark.django_db
+def test_the_statement_pdf_sums_its_balance_column_as_well_as_what_is_due_today(client, district_1, monkeypatch):
+    """Worked example 1's P2 on 2026-12-01: July (22,950.00 + ½% × 4 months = 459.00) is overdue and
+    January (22,950.00) not yet due: today 23,409.00 is due, and the column sums 46,359.00 (¶11)."""
+    from datetime import datetime
+    from zoneinfo import ZoneInfo
+
+    from tests.clock import move_clock_to
+
+    move_clock_to(monkeypatch, datetime(2026, 12, 1, 10, tzinfo=ZoneInfo("America/Puerto_Rico")))
+    response = client.post(reverse("owed:lookup"), {"parcel_id": "P2", "access_code": access_code("P2"), "pdf": "1"})
+    text = " ".join(pdf_text(response.content).split())
+    assert "$23,409.00 2026-2027 plazo 2 (enero)" in text and "$0.00 $0.00 $22,950.00 Total a pagar" in text  # the two rows
+    assert "Total a pagar al 1 de diciembre de 2026 $23,409.00" in text
+    assert "Saldo total: la suma de la columna, con los plazos que aún no vencen (¶11) $46,359.00" in text
