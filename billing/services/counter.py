@@ -9,6 +9,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_noop  # ledger and charge descriptions: stored in Spanish, whatever the session
@@ -211,15 +212,20 @@ def payment_void(*, acting_user: Any, payment: Payment, reason: str, voided_on: 
         raise BillingError(_("El día del pago ya está cerrado: la anulación debe llevar una fecha posterior."))
     # ¶13: a void reverses exactly the stored allocation as of the payment's date. Money a later
     # give-back, crédito aplicado or refund already moved cannot be unwound here: refuse.
+    # "Later" is a later date, or the payment's own date after the payment was recorded (a
+    # correction made that morning, before the payment, moved none of its money).
+    def later(day_field: str) -> Q:
+        return Q(**{f"{day_field}__gt": payment.paid_on}) | Q(**{day_field: payment.paid_on, "created_at__gt": payment.created_at})
+
     charge_ids = list(payment.allocations.exclude(charge=None).values_list("charge_id", flat=True))
     moved = (
-        GiveBack.objects.filter(charge_id__in=charge_ids, entry_date__gte=payment.paid_on).exists()
-        or CreditApplication.objects.filter(parcel_id=payment.parcel_id, entry_date__gte=payment.paid_on).exists()
-        or Refund.objects.filter(parcel_id=payment.parcel_id, refunded_on__gte=payment.paid_on).exists()
+        GiveBack.objects.filter(later("entry_date"), charge_id__in=charge_ids).exists()
+        or CreditApplication.objects.filter(later("entry_date"), parcel_id=payment.parcel_id).exists()
+        or Refund.objects.filter(later("refunded_on"), parcel_id=payment.parcel_id).exists()
     )
     if moved:
         raise BillingError(_(
-            "No se puede anular este pago: después del %(d)s una devolución de recargo, un crédito aplicado o un "
+            "No se puede anular este pago: después de él (%(d)s) una devolución de recargo, un crédito aplicado o un "
             "reembolso movió dinero de esta cuenta. Anule o corrija primero esos asientos."
         ) % {"d": payment.paid_on.strftime("%d/%m/%Y")})
     void = PaymentVoid.objects.create(payment=payment, voided_on=on, reason=reason.strip(), voided_by=acting_user)

@@ -148,3 +148,29 @@ def test_a_void_is_refused_once_a_later_entry_moved_its_money(district_1, staff)
     with pytest.raises(BillingError, match="No se puede anular este pago"):
         counter.payment_void(acting_user=staff["supervisor"], payment=receipt.payment, reason="Cheque devuelto",
                              voided_on=date(2026, 7, 10))
+
+
+@pytest.mark.django_db
+def test_a_void_is_not_refused_for_what_moved_money_the_same_day_before_the_payment(district_1, staff, monkeypatch):
+    """Seen in the browser: P1 lowered by 100.00 in the morning of 2026-11-16 (July paid 9,180.00 in
+    July, so 50.00 of it became a crédito aplicado to January, dated that day); a payment at noon on
+    the same day can still be voided: the morning's entry moved none of its money."""
+    from datetime import datetime
+    from zoneinfo import ZoneInfo
+
+    from tests.clock import move_clock_to
+
+    p1 = Parcel.objects.get(parcel_id="P1")
+    move_clock_to(monkeypatch, datetime(2026, 7, 10, 10, tzinfo=ZoneInfo("America/Puerto_Rico")))
+    counter.payment_record(acting_user=staff["collector"], parcel=p1, amount=D("9180.00"), paid_on=date(2026, 7, 10))
+    move_clock_to(monkeypatch, datetime(2026, 11, 16, 9, tzinfo=ZoneInfo("America/Puerto_Rico")))
+    corrections.roll_correction_create(acting_user=staff["hacienda"], roll_line=line("P1"), om_charge_delta=D("-100.00"),
+                                       reason="Mensura", made_on=date(2026, 11, 16))
+    assert CreditApplication.objects.get(parcel=p1).principal.amount == D("50.00")  # July's half of the fall (¶12)
+    move_clock_to(monkeypatch, datetime(2026, 11, 16, 12, tzinfo=ZoneInfo("America/Puerto_Rico")))
+    noon = counter.payment_record(acting_user=staff["collector"], parcel=p1, amount=D("100.00"), paid_on=date(2026, 11, 16))
+    void = counter.payment_void(acting_user=staff["supervisor"], payment=noon.payment, reason="Cobro duplicado",
+                                voided_on=date(2026, 11, 16))
+    assert void.payment_id == noon.payment_id
+    assert ledger_equals_statement("P1", date(2026, 11, 16)) == D("9080.00")  # 18,260.00 − 9,180.00 paid
+    assert books.verify() == []
