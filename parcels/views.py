@@ -11,6 +11,7 @@ from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils import formats
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
@@ -185,10 +186,19 @@ IMPORT_VALUE_LABELS = {
 }
 
 
+def _import_value(name: str, value: str) -> str:
+    """A stored import value as the page shows it: coded values in words, a date as d/m/Y."""
+    if name == "water_since" and value:
+        try:
+            return formats.date_format(date.fromisoformat(value), "SHORT_DATE_FORMAT")
+        except ValueError:
+            return value
+    return str(IMPORT_VALUE_LABELS.get(name, {}).get(value, value))
+
+
 def _import_changes(entries: list[dict]) -> list[dict]:
     """The stored ``[[field, old, new], …]`` of each entry with the field's label and coded values in words."""
-    def words(name: str, value: str) -> str:
-        return str(IMPORT_VALUE_LABELS.get(name, {}).get(value, value))
+    words = _import_value
 
     return [
         {**entry, "fields": [{"label": IMPORT_FIELD_LABELS.get(name, name), "old": words(name, old), "new": words(name, new)}
@@ -204,7 +214,8 @@ def import_detail(request: HttpRequest, pk: int) -> HttpResponse:
     created_rows = [
         {**row, "inclusion": IMPORT_VALUE_LABELS["inclusion"].get(row["inclusion"], row["inclusion"]),
          "owner_kind": IMPORT_VALUE_LABELS["kind"].get(row["owner_kind"], row["owner_kind"]),
-         "owner_language": IMPORT_VALUE_LABELS["preferred_language"].get(row.get("owner_language", ""), "")}
+         "owner_language": IMPORT_VALUE_LABELS["preferred_language"].get(row.get("owner_language", ""), ""),
+         "water_since": _import_value("water_since", row.get("water_since") or "")}
         for row in summary.get("created_rows", [])
     ]
     return render(request, "parcels/import_detail.html", {

@@ -139,3 +139,17 @@ def test_the_template_has_the_new_columns():
     rows = parse_parcel_csv(template_csv()).rows
     assert [(r.owner_address.town, r.owner_address.zip_code, r.owner_language) for r in rows] == [
         ("Lajas", "00667-1234", "es"), ("Lajas", "00667", "es"), ("Orlando", "32801", "en")]
+
+
+@pytest.mark.django_db
+def test_the_preview_shows_dates_day_first(client, users, django_capture_on_commit_callbacks):
+    """One date order on pages (d/m/Y): the file's ISO dates are shown as the clerk reads them."""
+    assert run(f"{HEADER}\nP-1,O-1,Ana Pagán,,privado,10,0,permanente,,0\n").ok
+    data = f"{HEADER}\nP-1,O-1,Ana Pagán,,privado,10,0,permanente,2015-07-01,0\nP-2,O-1,Ana Pagán,,privado,4,0,prueba,2020-01-15,0\n"
+    client.force_login(users["authority"])
+    with django_capture_on_commit_callbacks(execute=True):
+        client.post(reverse("parcels:import-upload"), {"file": SimpleUploadedFile("d.csv", data.encode(), "text/csv")})
+    upload = ImportUpload.objects.get(original_name="d.csv")
+    page = client.get(reverse("parcels:import-detail", args=[upload.pk])).content.decode()
+    assert "<td>—</td><td>01/07/2015</td>" in page  # P-1's date of water, old → new
+    assert "<td>15/01/2020</td>" in page and "2020-01-15" not in page  # the new parcel
