@@ -213,12 +213,21 @@ class Payment(models.Model):
     # for other methods and for cash payments recorded before the counter asked (or by commands).
     tendered = money_field(_("efectivo recibido"), null=True, blank=True)
     change = money_field(_("cambio"), null=True, blank=True)
+    # A payment dated before the day it was recorded (issue 11, finding 7): only a supervisor
+    # records one (``collector`` is then that supervisor), always with the reason, printed on the
+    # receipt. Payments recorded before the rule read as not back-dated.
+    backdated = models.BooleanField(_("con fecha retroactiva"), default=False)
+    backdate_reason = models.CharField(_("razón de la fecha retroactiva"), max_length=200, blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         ordering = ["paid_on", "id"]
         constraints = [
             models.CheckConstraint(condition=Q(amount__gt=0), name="payment_positive"),
+            models.CheckConstraint(
+                condition=(Q(backdated=True) & ~Q(backdate_reason="")) | (Q(backdated=False) & Q(backdate_reason="")),
+                name="payment_backdated_has_reason",
+            ),
             models.CheckConstraint(
                 condition=(Q(tendered__isnull=True) & Q(change__isnull=True))
                 | (Q(method="cash") & Q(tendered__gte=models.F("amount")) & Q(change=models.F("tendered") - models.F("amount"))),

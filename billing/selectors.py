@@ -74,6 +74,8 @@ class ReceiptDisplay:
     totals: dict[str, Decimal] = field(default_factory=dict)
     tendered: Decimal | None = None  # cash handed over, and the change given back (cash payments only)
     change: Decimal | None = None
+    backdate_reason: str = ""  # a back-dated payment: the reason, and the day it was recorded
+    recorded_on: date | None = None
 
     @property
     def method_label(self) -> str:
@@ -107,7 +109,7 @@ def receipt_display(receipt: Receipt) -> ReceiptDisplay:
         equivalent_acres=snap.equivalent_acres, amount=snap.amount, method=snap.method, reference=snap.reference, lines=lines,
         credit_balance=snap.credit_balance, total_due_after=snap.total_due_after, total_balance_after=snap.total_balance_after,
         void=getattr(payment, "void", None),
-        tendered=snap.tendered, change=snap.change,
+        tendered=snap.tendered, change=snap.change, backdate_reason=snap.backdate_reason, recorded_on=snap.recorded_on,
         totals={
             "surcharge": sum((line.surcharge for line in lines), ZERO),
             "principal_paid": sum((line.principal_paid for line in lines), ZERO),

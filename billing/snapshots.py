@@ -133,10 +133,18 @@ class ReceiptSnapshot:
     # "Recibido por": the collector's full name as it was at issue (receipts issued before it was
     # frozen have only the username, ``collector``, and print that).
     collector_name: str = ""
+    # A back-dated payment (issue 11, finding 7): the supervisor's reason and the day it was
+    # recorded; empty on every other receipt and on receipts issued before the rule.
+    backdate_reason: str = ""
+    recorded_on: date | None = None
 
     @property
     def received_by(self) -> str:
         return self.collector_name or self.collector
+
+    @property
+    def backdated(self) -> bool:
+        return self.recorded_on is not None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -159,6 +167,8 @@ class ReceiptSnapshot:
             "credit_balance": str(self.credit_balance),
             "total_due_after": str(self.total_due_after),
             "total_balance_after": str(self.total_balance_after),
+            "backdate_reason": self.backdate_reason,
+            "recorded_on": _iso(self.recorded_on),
         }
 
     @classmethod
@@ -175,6 +185,7 @@ class ReceiptSnapshot:
             tendered=None if snap.get("tendered") is None else Decimal(snap["tendered"]),
             change=None if snap.get("change") is None else Decimal(snap["change"]),
             collector_name=snap.get("collector_name", ""),
+            backdate_reason=snap.get("backdate_reason", ""), recorded_on=_day(snap.get("recorded_on")),
         )
 
 

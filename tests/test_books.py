@@ -19,6 +19,7 @@ from billing.services.corrections import roll_correction_create
 from levy.models import RollLine
 from parcels.models import Parcel
 from tests.billing import conftest as billing_fixtures
+from tests.clock import on_day
 from tests.commands import run_command
 
 district_1 = billing_fixtures.district_1
@@ -32,29 +33,37 @@ def parcel(code: str) -> Parcel:
 def build_books(staff: dict) -> None:
     """On a finalized district (worked example 1): payments on time and late, voids with and
     without a settled surcharge, corrections both ways, a refund, a bill, a debt certificate and
-    a seizure notice, every one through its service."""
+    a seizure notice, every one through its service, each recorded on its day (each parcel's
+    events in the order of their days, so what was recorded by then is what happened by then)."""
     collector, supervisor, hacienda = staff["collector"], staff["supervisor"], staff["hacienda"]
 
     def pay(code: str, amount: str, on: date, **kwargs) -> Receipt:
-        return counter.payment_record(acting_user=collector, parcel=parcel(code), amount=Decimal(amount), paid_on=on, **kwargs)
+        with on_day(on):
+            return counter.payment_record(acting_user=collector, parcel=parcel(code), amount=Decimal(amount), paid_on=on, **kwargs)
+
+    def void(receipt: Receipt, on: date) -> None:
+        with on_day(on):
+            counter.payment_void(acting_user=supervisor, payment=receipt.payment, reason="Cheque devuelto", voided_on=on)
 
     pay("P1", "9180.00", date(2026, 7, 2))
     pay("P4", "7000.21", date(2026, 10, 15))  # the July half, late: ½% × 2 months
     bounced = pay("P2", "22950.00", date(2026, 7, 10), method="check")
-    counter.payment_void(acting_user=supervisor, payment=bounced.payment, reason="Cheque devuelto", voided_on=date(2026, 7, 20))
+    void(bounced, date(2026, 7, 20))
     late = pay("P5", "1000.00", date(2026, 9, 15), method="check")  # settles 11.25 of surcharge
-    counter.payment_void(acting_user=supervisor, payment=late.payment, reason="Cheque devuelto", voided_on=date(2026, 9, 20))
+    void(late, date(2026, 9, 20))
     pay("P5", "5000.00", date(2026, 10, 20))  # more than everything owed: a credit
-    counter.refund_issue(acting_user=supervisor, parcel=parcel("P5"), amount=Decimal("100.00"), reason="Sobrepago",
-                          refunded_on=date(2026, 10, 25))
-    line = RollLine.objects.get(parcel__parcel_id="P1", levy__status="final")
-    # ¶12: +120.00 of net splits +60.00 / +60.00: the July half due the day it is made, January on Jan 1.
-    roll_correction_create(acting_user=hacienda, roll_line=line, om_charge_delta=Decimal("120.00"), credit_delta=Decimal("0"),
-                           reason="Área corregida", made_on=date(2026, 11, 1))
-    line = RollLine.objects.get(parcel__parcel_id="P3", levy__status="final")
-    # ¶9: −50.00 of O&M charge (P3 has no credit, so its credit stays 0): each half lowered by 25.00.
-    roll_correction_create(acting_user=hacienda, roll_line=line, om_charge_delta=Decimal("-50.00"), credit_delta=Decimal("0"),
-                           reason="Área corregida a la baja", made_on=date(2026, 11, 1))
+    with on_day(date(2026, 10, 25)):
+        counter.refund_issue(acting_user=supervisor, parcel=parcel("P5"), amount=Decimal("100.00"), reason="Sobrepago",
+                             refunded_on=date(2026, 10, 25))
+    with on_day(date(2026, 11, 1)):
+        line = RollLine.objects.get(parcel__parcel_id="P1", levy__status="final")
+        # ¶12: +120.00 of net splits +60.00 / +60.00: the July half due the day it is made, January on Jan 1.
+        roll_correction_create(acting_user=hacienda, roll_line=line, om_charge_delta=Decimal("120.00"), credit_delta=Decimal("0"),
+                               reason="Área corregida", made_on=date(2026, 11, 1))
+        line = RollLine.objects.get(parcel__parcel_id="P3", levy__status="final")
+        # ¶9: −50.00 of O&M charge (P3 has no credit, so its credit stays 0): each half lowered by 25.00.
+        roll_correction_create(acting_user=hacienda, roll_line=line, om_charge_delta=Decimal("-50.00"), credit_delta=Decimal("0"),
+                               reason="Área corregida a la baja", made_on=date(2026, 11, 1))
     bills.bill_issue(acting_user=hacienda, charge=Charge.objects.get(parcel__parcel_id="P3", number=2),
                          issued_on=date(2026, 12, 1))
     collection.certificate_issue(acting_user=hacienda, parcel=parcel("P3"), as_of=date(2026, 12, 1))
@@ -134,8 +143,8 @@ def test_the_checks_are_set_based(books_district, staff, django_assert_max_num_q
     with django_assert_max_num_queries(40) as before:
         assert books.verify() == []
     for day in range(3, 9):
-        counter.payment_record(acting_user=staff["collector"], parcel=parcel("P3"), amount=Decimal("10.00"),
-                                paid_on=date(2026, 7, day))
+        with on_day(date(2026, 7, day)):
+            counter.payment_record(acting_user=staff["collector"], parcel=parcel("P3"), amount=Decimal("10.00"), paid_on=date(2026, 7, day))
     with django_assert_max_num_queries(len(before.captured_queries)):
         assert books.verify() == []
 

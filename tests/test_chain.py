@@ -20,6 +20,7 @@ from billing.models import Bill, BooksCheck, BooksCheckpoint, DayClose, IssuedDo
 from billing.services import books_checks, counter
 from levy.models import ChainLink, Levy
 from tests.billing import conftest as billing_fixtures
+from tests.clock import on_day
 from tests.commands import run_command
 from tests.test_books import build_books
 
@@ -111,8 +112,9 @@ def test_a_day_close_records_the_head_of_every_series(books_district, staff):
     assert link.heads == {series: list(head) for series, head in heads.items()}
     assert link.heads["receipt LAJ 2026-2027"][0] == 5
     # A later receipt does not change what the close recorded.
-    counter.payment_record(acting_user=staff["collector"], parcel=Receipt.objects.get(number=1).payment.parcel,
-                            amount=Decimal("1.00"), paid_on=date(2026, 7, 3))
+    with on_day(date(2026, 7, 3)):
+        counter.payment_record(acting_user=staff["collector"], parcel=Receipt.objects.get(number=1).payment.parcel,
+                                amount=Decimal("1.00"), paid_on=date(2026, 7, 3))
     link.refresh_from_db()
     assert link.heads["receipt LAJ 2026-2027"][0] == 5
     assert ChainLink.objects.filter(series="receipt LAJ 2026-2027").count() == 6

@@ -29,6 +29,7 @@ from levy.models import FiscalYear, Levy, RollLine
 from levy.services import estimate_certify, estimate_enter, levy_compute
 from parcels import jobs
 from parcels.models import Job, Parcel
+from tests.clock import on_day
 from tests.conftest import EXAMPLE_1, run_async
 from tests.workers import run_worker
 
@@ -126,8 +127,9 @@ def district(seed_rows, make_parcel, owner_a, staff) -> Levy:
 
 
 def pay(staff: dict[str, Any], parcel_id: str, key: str, amount: str = "100.00") -> Receipt:
-    return counter.payment_record(acting_user=staff["collector"], parcel=Parcel.objects.get(parcel_id=parcel_id),
-                                   amount=Decimal(amount), paid_on=date(2026, 10, 15), idempotency_key=key)
+    with on_day(date(2026, 10, 15)):
+        return counter.payment_record(acting_user=staff["collector"], parcel=Parcel.objects.get(parcel_id=parcel_id),
+                                       amount=Decimal(amount), paid_on=date(2026, 10, 15), idempotency_key=key)
 
 
 def written() -> dict[str, Any]:

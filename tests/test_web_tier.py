@@ -427,19 +427,10 @@ def failing_after(rows, count: int):
 def hacienda_client(make_parcel, owner_a, users):
     """Worked example 1's roll, final, and a Hacienda officer signed in."""
     from datetime import date
-    from decimal import Decimal
 
-    from billing.services.installments import roll_finalize
-    from levy.services import estimate_certify, estimate_enter, levy_compute
-    from tests.conftest import EXAMPLE_1
+    from tests.billing.conftest import example_1_finalize
 
-    for parcel_id, gravity in EXAMPLE_1:
-        make_parcel(parcel_id, owner_a, gravity=gravity)
-    estimate_enter(acting_user=users["authority"], fiscal_year="2026-2027", om_estimate=Decimal("100000.00"),
-                   reserve=Decimal("1500.00"), misc_income=Decimal("7500.00"), surplus=Decimal("4000.00"))
-    estimate_certify(acting_user=users["authority"], fiscal_year="2026-2027")
-    levy_compute(acting_user=users["hacienda"], fiscal_year="2026-2027")
-    roll_finalize(acting_user=users["hacienda"], fiscal_year="2026-2027", today=date(2026, 6, 30))
+    example_1_finalize(make_parcel, owner_a, users, finalized_on=date(2026, 6, 30))
     client = Client(raise_request_exception=False)
     client.force_login(users["hacienda"])
     return client

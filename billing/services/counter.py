@@ -78,9 +78,9 @@ def office_for(user: Any, code: str | None) -> Office:
 
 @transaction.atomic
 def payment_record(
-    *, acting_user: Any, parcel: Parcel, amount: Decimal, paid_on: date, method: str = Payment.Method.CASH,
+    *, acting_user: Any, parcel: Parcel, amount: Decimal, paid_on: date | None = None, method: str = Payment.Method.CASH,
     reference: str = "", office_code: str | None = None, idempotency_key: str | None = None,
-    expected_total_due: Decimal | None = None, tendered: Decimal | None = None,
+    expected_total_due: Decimal | None = None, tendered: Decimal | None = None, backdate_reason: str = "",
 ) -> Receipt:
     """¶13: a payment at the Collector's office and its numbered receipt, in one transaction.
 
@@ -88,7 +88,11 @@ def payment_record(
     ``expected_total_due`` (what the counter showed) refuses a payment whose account changed
     meanwhile, and ``idempotency_key`` makes a double-submitted form return the first receipt.
     ``tendered`` (cash only) is what the payer handed over: at least the amount; the change
-    (tendered − amount) is stored with it and printed on the receipt."""
+    (tendered − amount) is stored with it and printed on the receipt.
+
+    ``paid_on`` is today unless given (issue 11, finding 7): never after today; a day before today
+    only by a supervisor with a ``backdate_reason`` (``_backdate_refusal``), and the payment is
+    then marked back-dated, on its receipt too."""
     if not has_role(acting_user, COLLECTOR, SUPERVISOR):
         raise BillingError(_("El usuario %(u)s no es colector.") % {"u": getattr(acting_user, "username", None)})
     amount = parse_amount(amount)
@@ -111,6 +115,14 @@ def payment_record(
         if existing.parcel_id != parcel.pk or existing.amount.amount != amount:
             raise BillingError(_("Ese formulario ya se usó para otro pago."))
         return existing.receipt
+    today = timezone.localdate()
+    paid_on = paid_on or today
+    backdate_reason = backdate_reason.strip()
+    refusal = _backdate_refusal(acting_user=acting_user, parcel=parcel, office=office, paid_on=paid_on, today=today,
+                                reason=backdate_reason)
+    if refusal:
+        raise BillingError(refusal)
+    backdated = paid_on < today
     before = account_state(parcel=parcel, as_of=paid_on)
     if expected_total_due is not None and before.state.total_due != expected_total_due:
         raise BillingError(
@@ -120,6 +132,7 @@ def payment_record(
     payment = Payment(
         parcel=parcel, office=office, collector=acting_user, paid_on=paid_on, amount=amount, method=method,
         reference=reference, idempotency_key=key, payer_name=parcel.owner.name, tendered=tendered, change=change,
+        backdated=backdated, backdate_reason=backdate_reason if backdated else "",
     )
     payment.full_clean()
     payment.save()
@@ -150,6 +163,42 @@ def payment_record(
             status=SeizureCase.Status.PAID, closed_on=paid_on
         )
     return _receipt_issue(payment=payment, office=office, account=after, applications=mine)
+
+
+def _backdate_refusal(*, acting_user: Any, parcel: Parcel, office: Office, paid_on: date, today: date, reason: str) -> str:
+    """Why a payment cannot carry the date ``paid_on`` (empty when it can), issue 11, finding 7.
+
+    Never after today. Before today only a supervisor records it, with a reason, and never into
+    an office day already closed (its cash was counted without it) nor before anything the
+    account already records after that day (a payment, a void, a refund, a give-back, a credit
+    applied, a correction: their stored allocations were made without it)."""
+    day = paid_on.strftime("%d/%m/%Y")
+    if paid_on > today:
+        return _("La fecha del pago (%(d)s) es posterior a hoy (%(t)s): no se registran pagos con fecha futura.") % {
+            "d": day, "t": today.strftime("%d/%m/%Y")}
+    if paid_on == today:
+        return ""
+    if not has_role(acting_user, SUPERVISOR):
+        return _("Solo un supervisor registra un pago con fecha anterior a hoy (%(d)s).") % {"d": day}
+    if not reason:
+        return _("Un pago con fecha anterior a hoy (%(d)s) requiere la razón de la fecha retroactiva.") % {"d": day}
+    if len(reason) > Payment._meta.get_field("backdate_reason").max_length:
+        return _("La razón de la fecha retroactiva es demasiado larga (hasta 200 caracteres).")
+    if DayClose.objects.filter(office=office, day=paid_on).exists():
+        return _("El día %(d)s ya está cerrado en la colecturía %(o)s: no se registra un pago con esa fecha.") % {
+            "d": day, "o": office.code}
+    later = (LedgerEntry.objects.filter(parcel=parcel, entry_date__gt=paid_on).exclude(kind=LedgerEntry.Kind.CHARGE)
+             .order_by("-entry_date", "-id").first())
+    if later is None:
+        return ""
+    what = {
+        LedgerEntry.Kind.PAYMENT: _("un pago"), LedgerEntry.Kind.SURCHARGE: _("un pago"),
+        LedgerEntry.Kind.VOID: _("una anulación de pago"), LedgerEntry.Kind.SURCHARGE_VOID: _("una anulación de pago"),
+    }.get(later.kind) or _("un asiento «%(k)s»") % {"k": LedgerEntry.Kind(later.kind).label}
+    return _(
+        "No se puede registrar un pago con fecha %(d)s: la cuenta del predio %(p)s ya tiene %(what)s con fecha %(l)s, "
+        "posterior a ese día. Un pago con fecha retroactiva no puede quedar antes de lo ya registrado."
+    ) % {"d": day, "p": parcel.parcel_id, "what": what, "l": later.entry_date.strftime("%d/%m/%Y")}
 
 
 def _receipt_issue(*, payment: Payment, office: Office, account: Account, applications: list[rules.Application]) -> Receipt:
@@ -187,6 +236,8 @@ def _receipt_issue(*, payment: Payment, office: Office, account: Account, applic
         total_balance_after=account.state.total_balance,
         tendered=payment.tendered.amount if payment.tendered is not None else None,
         change=payment.change.amount if payment.change is not None else None,
+        backdate_reason=payment.backdate_reason,
+        recorded_on=timezone.localdate(payment.created_at) if payment.backdated else None,
     ).to_json()
     receipt = Receipt.objects.create(office=office, fiscal_year=fiscal_year, number=series.last_number, payment=payment, snapshot=snapshot)
     documents.receipt_document_store(receipt)  # ¶9: the PDF, rendered once and stored in this transaction

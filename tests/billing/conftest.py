@@ -9,7 +9,9 @@ from decimal import Decimal
 import pytest
 
 from billing.services.installments import roll_finalize
+from levy.models import Levy
 from levy.services import estimate_certify, estimate_enter, levy_compute
+from tests.clock import on_day
 from tests.commands import run_command
 from tests.conftest import EXAMPLE_1
 
@@ -25,16 +27,25 @@ def staff(make_user):
             "supervisor": make_user("sup", "supervisor")}
 
 
-@pytest.fixture
-def district_1(make_parcel, owner_a, staff):
-    """Example 1 of the worked examples, finalized on 2026-06-30 (on time)."""
+def example_1_finalize(make_parcel, owner, staff, *, finalized_on: date) -> Levy:
+    """Example 1 of the worked examples: its parcels (all ``owner``'s), the 2026-2027 estimates
+    certified by ``staff["authority"]``, the levy computed and the roll finalized on
+    ``finalized_on`` by ``staff["hacienda"]``."""
     for parcel_id, gravity in EXAMPLE_1:
-        make_parcel(parcel_id, owner_a, gravity=gravity)
+        make_parcel(parcel_id, owner, gravity=gravity)
     estimate_enter(acting_user=staff["authority"], fiscal_year="2026-2027", om_estimate=Decimal("100000.00"),
                    reserve=Decimal("1500.00"), misc_income=Decimal("7500.00"), surplus=Decimal("4000.00"))
     estimate_certify(acting_user=staff["authority"], fiscal_year="2026-2027")
     levy_compute(acting_user=staff["hacienda"], fiscal_year="2026-2027")
-    return roll_finalize(acting_user=staff["hacienda"], fiscal_year="2026-2027", today=date(2026, 6, 30))
+    return roll_finalize(acting_user=staff["hacienda"], fiscal_year="2026-2027", today=finalized_on)
+
+
+@pytest.fixture
+def district_1(make_parcel, owner_a, staff):
+    """Example 1, finalized on 2026-06-30 (on time), on that day: recorded before the payments the
+    tests make on later days (``tests.clock.on_day``)."""
+    with on_day(date(2026, 6, 30)):
+        return example_1_finalize(make_parcel, owner_a, staff, finalized_on=date(2026, 6, 30))
 
 
 def statement(parcel_id: str, as_of: str) -> dict:

@@ -97,6 +97,18 @@ def test_a_failing_check_is_recorded_with_its_findings_and_mailed_to_the_admins(
                                            "(balances less unpaid surcharge and credit), its charges less principal paid and "
                                            "credit 9300.00, the ledger entries 9301.00"},
     ]
+    # P1's payment was recorded on 2 July, long before the first night's check, so that night's
+    # checkpoint covers its entry and finds it changed: every ledger entry (all of them recorded
+    # by then), debits 91,800.00 charged + 120.00 corrected + 100.00 refunded + 103.05 surcharges
+    # realized (69.31 + 22.49 + the voided check's 11.25) + 23,950.00 voided = 116,073.05; credits
+    # 45,130.21 paid + 50.00 correction credit + 11.25 surcharge reversed = 45,191.46, one dollar less now.
+    checkpoint = passed.checkpoint
+    entries = LedgerEntry.objects.count()
+    differed.append({"check": "checkpoint", "message": (
+        f"checkpoint {checkpoint.pk} of {passed.started_at.astimezone(UTC):%Y-%m-%d %H:%M}: ledger entries up to #"
+        f"{checkpoint.marks['billing_ledgerentry']}: was {entries} (debits 116073.05, credits 45191.46), now {entries} "
+        "(debits 116073.05, credits 45190.46)")})
+    assert checkpoint.marks["billing_ledgerentry"] == LedgerEntry.objects.order_by("pk").last().pk
     assert (failed.passed, failed.findings, failed.trigger) == (False, differed, "nightly")
     assert totals_of(failed)["ledger balance"] == "70882.59"  # one dollar less credited than 70881.59
     assert totals_of(failed)["payments"] == "5 (45130.21)"  # the payments themselves are unchanged
@@ -105,7 +117,7 @@ def test_a_failing_check_is_recorded_with_its_findings_and_mailed_to_the_admins(
     mail = mailoutbox[0]
     assert mail.to == ["auditoria@example.pr", "sistemas@example.pr"]
     assert mail.from_email == settings.SERVER_EMAIL
-    assert mail.subject.startswith("[Riego Lajas] Los libros no cuadran: 3 diferencias (")
+    assert mail.subject.startswith("[Riego Lajas] Los libros no cuadran: 4 diferencias (")
     body = mail.body
     assert f"  - ledger: {differed[0]['message']}" in body and f"  - ledger: {differed[1]['message']}" in body
     assert "Totales de control:" in body
@@ -117,7 +129,7 @@ def test_a_failing_check_is_recorded_with_its_findings_and_mailed_to_the_admins(
     client.force_login(users["hacienda"])
     page = client.get(PAGE).content.decode()
     latest, older = page.split("Verificaciones anteriores")
-    assert "Los libros no cuadran." in latest and "Se encontraron 3 diferencias." in latest
+    assert "Los libros no cuadran." in latest and "Se encontraron 4 diferencias." in latest
     assert "<td>Estados de cuenta</td><td>parcel P1: charges + surcharges − payments − credits = 9300.00, the ledger " \
            "balance is 9301.00</td>" in latest
     assert "<th scope=\"row\">ledger balance</th><td>70882.59</td>" in latest

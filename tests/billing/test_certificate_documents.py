@@ -23,6 +23,7 @@ from billing.services import collection, counter
 from parcels.models import Parcel
 from parcels.services import staff_profile_set
 from tests.billing.test_documents import flat, qr_url, text_of
+from tests.clock import on_day
 
 MONEY = re.compile(r"^\$[\d,]+\.\d\d$")
 
@@ -170,8 +171,9 @@ def test_seizure_notice_has_its_qr_verification_page_totals_and_signature(client
 @pytest.mark.django_db
 def test_every_download_of_a_voided_receipt_says_anulado_and_a_valid_one_does_not(client, district_1, staff):
     p1 = Parcel.objects.get(parcel_id="P1")
-    valid = counter.payment_record(acting_user=staff["collector"], parcel=p1, amount=Decimal("100.00"), paid_on=date(2026, 7, 3))
-    voided = counter.payment_record(acting_user=staff["collector"], parcel=p1, amount=Decimal("200.00"), paid_on=date(2026, 7, 3))
+    with on_day(date(2026, 7, 3)):
+        valid = counter.payment_record(acting_user=staff["collector"], parcel=p1, amount=Decimal("100.00"), paid_on=date(2026, 7, 3))
+        voided = counter.payment_record(acting_user=staff["collector"], parcel=p1, amount=Decimal("200.00"), paid_on=date(2026, 7, 3))
     stored = bytes(voided.document.pdf)
     counter.payment_void(acting_user=staff["supervisor"], payment=voided.payment, reason="Cheque devuelto por el banco",
                          voided_on=date(2026, 7, 9))
@@ -193,7 +195,8 @@ def test_every_download_of_a_voided_receipt_says_anulado_and_a_valid_one_does_no
 def test_receipt_is_received_by_the_collectors_full_name_without_owner_key(district_1, staff, make_user):
     ana = make_user("ana", "collector", full_name="Ana Rivera Soto", title="Colectora de Rentas Internas")
     p1 = Parcel.objects.get(parcel_id="P1")
-    receipt = counter.payment_record(acting_user=ana, parcel=p1, amount=Decimal("9180.00"), paid_on=date(2026, 7, 3))
+    with on_day(date(2026, 7, 3)):
+        receipt = counter.payment_record(acting_user=ana, parcel=p1, amount=Decimal("9180.00"), paid_on=date(2026, 7, 3))
     assert (receipt.snapshot["collector"], receipt.snapshot["collector_name"]) == ("ana", "Ana Rivera Soto")
     text = flat(text_of(bytes(receipt.document.pdf)))
     assert "Recibido por Ana Rivera Soto" in text and "OWN-A" not in text and "Acres equivalentes (¶5)" not in text

@@ -16,7 +16,7 @@ from billing.models import Charge, LedgerEntry, Payment, Receipt
 from billing.services import counter, installments
 from parcels.models import Parcel
 from tests.billing.conftest import billing_cmd, statement
-from tests.clock import move_clock_to
+from tests.clock import move_clock_to, on_day
 from tests.conftest import EXAMPLE_1
 
 # Worked example 1's July 1 column: half of each O&M charge at 183.60 $ per gravity acre, what each
@@ -50,7 +50,8 @@ def test_worked_example_1_late_july_half(district_1, staff):
         1, "2026-07-01", "2026-08-31", "6930.90", "69.31", "7000.21")
     assert july["surcharge_basis"] == "½% × 2 meses sobre $6,930.90"
     assert before["total_due"] == "7000.21"  # the January half is not due yet
-    code, out, err = billing_cmd("pay", "--parcel", "P4", "--amount", "7000.21", "--date", "2026-10-15", "--user", "col")
+    with on_day(date(2026, 10, 15)):  # at the counter that day: without --date the payment is today's
+        code, out, err = billing_cmd("pay", "--parcel", "P4", "--amount", "7000.21", "--user", "col")
     assert code == 0, err
     number = out.split()[-1]
     receipt = Receipt.objects.get()
@@ -67,7 +68,8 @@ def test_worked_example_1_late_july_half(district_1, staff):
 @pytest.mark.django_db
 def test_partial_payments_across_periods_and_payment_order(district_1, staff):
     parcel = Parcel.objects.get(parcel_id="P5")  # halves 2249.10 / 2249.10, D = 2026-09-01
-    receipt = counter.payment_record(acting_user=staff["collector"], parcel=parcel, amount=Decimal("1000.00"), paid_on=date(2026, 9, 15))
+    with on_day(date(2026, 9, 15)):
+        receipt = counter.payment_record(acting_user=staff["collector"], parcel=parcel, amount=Decimal("1000.00"), paid_on=date(2026, 9, 15))
     # period 1 began on 09-01 with 2249.10 unpaid: ½% = 11.2455 → 11.25 paid first, then 988.75 principal
     assert receipt.snapshot["applications"][0]["surcharge"] == "11.25"
     assert receipt.snapshot["applications"][0]["principal_paid"] == "988.75"
@@ -76,7 +78,8 @@ def test_partial_payments_across_periods_and_payment_order(district_1, staff):
     assert (july["surcharge"], july["paid"], july["balance"]) == ("17.55", "1000.00", "1266.65")
     assert july["surcharge_basis"] == "½% × 1 mes sobre $2,249.10 + ½% × 1 mes sobre $1,260.35"
     # an overpayment pays the oldest first, then the January half early, and the rest is credit
-    receipt = counter.payment_record(acting_user=staff["collector"], parcel=parcel, amount=Decimal("4000.00"), paid_on=date(2026, 10, 20))
+    with on_day(date(2026, 10, 20)):
+        receipt = counter.payment_record(acting_user=staff["collector"], parcel=parcel, amount=Decimal("4000.00"), paid_on=date(2026, 10, 20))
     paid = [(a["number"], a["surcharge"], a["principal_paid"]) for a in receipt.snapshot["applications"]]
     assert paid == [(1, "6.30", "1260.35"), (2, "0.00", "2249.10")]
     assert receipt.snapshot["credit_balance"] == "484.25"
@@ -102,8 +105,10 @@ def test_pay_command_refusals(district_1, staff):
 @pytest.mark.django_db
 def test_receipts_are_numbered_per_office_and_fiscal_year_and_never_change(district_1, staff):
     p1 = Parcel.objects.get(parcel_id="P1")
-    numbers = [counter.payment_record(acting_user=staff["collector"], parcel=p1, amount=Decimal("10.00"), paid_on=day).display_number
-               for day in (date(2026, 8, 1), date(2026, 8, 2), date(2027, 7, 1))]
+    numbers = []
+    for day in (date(2026, 8, 1), date(2026, 8, 2), date(2027, 7, 1)):
+        with on_day(day):
+            numbers.append(counter.payment_record(acting_user=staff["collector"], parcel=p1, amount=Decimal("10.00"), paid_on=day).display_number)
     assert numbers == ["LAJ-2026-2027-000001", "LAJ-2026-2027-000002", "LAJ-2027-2028-000001"]
     receipt = Receipt.objects.first()
     with pytest.raises(DatabaseError), transaction.atomic():
@@ -117,10 +122,11 @@ def test_receipts_are_numbered_per_office_and_fiscal_year_and_never_change(distr
 @pytest.mark.django_db
 def test_double_submitted_form_records_one_payment(district_1, staff):
     p1 = Parcel.objects.get(parcel_id="P1")
-    first = counter.payment_record(acting_user=staff["collector"], parcel=p1, amount=Decimal("9180.00"), paid_on=date(2026, 7, 2), idempotency_key="form-1")
-    again = counter.payment_record(acting_user=staff["collector"], parcel=p1, amount=Decimal("9180.00"), paid_on=date(2026, 7, 2), idempotency_key="form-1")
+    with on_day(date(2026, 7, 2)):
+        first = counter.payment_record(acting_user=staff["collector"], parcel=p1, amount=Decimal("9180.00"), paid_on=date(2026, 7, 2), idempotency_key="form-1")
+        again = counter.payment_record(acting_user=staff["collector"], parcel=p1, amount=Decimal("9180.00"), paid_on=date(2026, 7, 2), idempotency_key="form-1")
     assert first.pk == again.pk and Payment.objects.count() == 1
-    with pytest.raises(BillingError):
+    with pytest.raises(BillingError), on_day(date(2026, 7, 2)):
         counter.payment_record(acting_user=staff["collector"], parcel=p1, amount=Decimal("9180.00"), paid_on=date(2026, 7, 2),
                                 expected_total_due=Decimal("9180.00"))
 
@@ -128,7 +134,8 @@ def test_double_submitted_form_records_one_payment(district_1, staff):
 @pytest.mark.django_db
 def test_void_is_a_new_dated_entry_and_restores_the_debt(district_1, staff):
     p2 = Parcel.objects.get(parcel_id="P2")
-    receipt = counter.payment_record(acting_user=staff["collector"], parcel=p2, amount=Decimal("22950.00"), paid_on=date(2026, 7, 10), method="check")
+    with on_day(date(2026, 7, 10)):
+        receipt = counter.payment_record(acting_user=staff["collector"], parcel=p2, amount=Decimal("22950.00"), paid_on=date(2026, 7, 10), method="check")
     assert statement("P2", "2026-07-20")["total_due"] == "0.00"
     with pytest.raises(BillingError):
         counter.payment_void(acting_user=staff["collector"], payment=receipt.payment, reason="cheque devuelto")
@@ -140,7 +147,8 @@ def test_void_is_a_new_dated_entry_and_restores_the_debt(district_1, staff):
 
 
 def race(users_and_keys, parcel, amount, expected) -> list[str]:
-    """Each user pays from its own database connection; all are released together at a barrier."""
+    """Each user pays from its own database connection; all are released together at a barrier,
+    on 15 July 2026 at the counter."""
     barrier = threading.Barrier(len(users_and_keys))
     outcomes: list[str] = []
 
@@ -156,10 +164,11 @@ def race(users_and_keys, parcel, amount, expected) -> list[str]:
             connection.close()
 
     threads = [threading.Thread(target=pay, args=pair) for pair in users_and_keys]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    with on_day(date(2026, 7, 15)):  # the clock is the process's: the threads read it too
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
     return outcomes
 
 

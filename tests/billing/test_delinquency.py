@@ -19,12 +19,14 @@ from billing.models import Charge, DebtCertificate, Office, SeizureCase, WaterDe
 from billing.services import collection, counter, water
 from parcels.models import Parcel
 from tests.billing.conftest import billing_cmd, statement
+from tests.clock import on_day
 
 
 @pytest.mark.django_db
 def test_refund_only_what_is_credit(district_1, staff):
     p3 = Parcel.objects.get(parcel_id="P3")  # net 9180.00
-    counter.payment_record(acting_user=staff["collector"], parcel=p3, amount=Decimal("9200.00"), paid_on=date(2026, 7, 5))
+    with on_day(date(2026, 7, 5)):
+        counter.payment_record(acting_user=staff["collector"], parcel=p3, amount=Decimal("9200.00"), paid_on=date(2026, 7, 5))
     assert statement("P3", "2026-07-05")["credit_balance"] == "20.00"
     with pytest.raises(BillingError):
         counter.refund_issue(acting_user=staff["supervisor"], parcel=p3, amount=Decimal("20.01"), reason="x", refunded_on=date(2026, 7, 6))
@@ -40,8 +42,9 @@ def test_refund_only_what_is_credit(district_1, staff):
 def test_closed_day_needs_a_later_dated_void(district_1, staff):
     office = Office.objects.get(code="LAJ")
     p1 = Parcel.objects.get(parcel_id="P1")
-    receipt = counter.payment_record(acting_user=staff["collector"], parcel=p1, amount=Decimal("100.00"), paid_on=date(2026, 7, 7), method="check")
-    counter.payment_record(acting_user=staff["collector"], parcel=p1, amount=Decimal("50.00"), paid_on=date(2026, 7, 7))
+    with on_day(date(2026, 7, 7)):
+        receipt = counter.payment_record(acting_user=staff["collector"], parcel=p1, amount=Decimal("100.00"), paid_on=date(2026, 7, 7), method="check")
+        counter.payment_record(acting_user=staff["collector"], parcel=p1, amount=Decimal("50.00"), paid_on=date(2026, 7, 7))
     from billing.selectors import day_report
 
     totals = {row.method: row.amount for row in day_report(office=office, day=date(2026, 7, 7)).by_method}
@@ -71,7 +74,8 @@ def test_debt_certificate_is_numbered_and_superseded(district_1, staff):
 @pytest.mark.django_db
 def test_delinquent_list_and_csv(district_1, staff):
     p1 = Parcel.objects.get(parcel_id="P1")
-    counter.payment_record(acting_user=staff["collector"], parcel=p1, amount=Decimal("9180.00"), paid_on=date(2026, 8, 1))
+    with on_day(date(2026, 8, 1)):
+        counter.payment_record(acting_user=staff["collector"], parcel=p1, amount=Decimal("9180.00"), paid_on=date(2026, 8, 1))
     items = accounts.delinquent_charges(as_of=date(2026, 9, 1))
     assert sorted(i.parcel.parcel_id for i in items) == ["P2", "P3", "P4", "P5"]
     assert all(i.days_late == 1 and i.charge.number == 1 for i in items)
@@ -97,7 +101,8 @@ def test_seizure_steps_in_order_with_the_30_day_term_and_stop_when_paid(district
         collection.seizure_step_issue(acting_user=staff["hacienda"], parcel=p2, kind="certificate", on=date(2026, 10, 10))
     collection.seizure_step_issue(acting_user=staff["hacienda"], parcel=p2, kind="certificate", on=date(2026, 10, 11))
     owed = Decimal(statement("P2", "2026-10-20")["total_due"])
-    counter.payment_record(acting_user=staff["collector"], parcel=p2, amount=owed, paid_on=date(2026, 10, 20))
+    with on_day(date(2026, 10, 20)):
+        counter.payment_record(acting_user=staff["collector"], parcel=p2, amount=owed, paid_on=date(2026, 10, 20))
     with pytest.raises(BillingError, match="detiene"):
         collection.seizure_step_issue(acting_user=staff["hacienda"], parcel=p2, kind="auction", on=date(2026, 10, 21))
     assert SeizureCase.objects.get(parcel=p2).status == "paid"
@@ -121,7 +126,8 @@ def test_water_before_the_levy_starts(make_parcel, owner_a, staff):
     data = statement("W1", "2026-12-31")
     assert data["other_charges"][0]["balance"] == "25.00" and data["other_charges"][0]["surcharge"] == "0.00"
     assert data["total_due"] == "25.00"
-    counter.payment_record(acting_user=staff["collector"], parcel=new, amount=Decimal("25.00"), paid_on=date(2026, 12, 31))
+    with on_day(date(2026, 12, 31)):
+        counter.payment_record(acting_user=staff["collector"], parcel=new, amount=Decimal("25.00"), paid_on=date(2026, 12, 31))
     assert statement("W1", "2026-12-31")["total_due"] == "0.00"
     assert WaterDelivery.objects.filter(charge__isnull=True).count() == 0
 
@@ -150,7 +156,8 @@ def test_ledger_balance_matches_the_replay(district_1, staff, payments):
         day = date(2026, 7, 1)
         for cents, gap in sorted(payments, key=lambda item: item[1]):
             day = max(day, date.fromordinal(date(2026, 7, 1).toordinal() + gap))
-            counter.payment_record(acting_user=staff["collector"], parcel=parcel, amount=Decimal(cents) / 100, paid_on=day)
+            with on_day(day):
+                counter.payment_record(acting_user=staff["collector"], parcel=parcel, amount=Decimal(cents) / 100, paid_on=day)
         account = accounts.account_state(parcel=parcel, as_of=day).state
         paid_in = sum((Decimal(c) / 100 for c, _ in payments), Decimal("0"))
         applied = sum((a.amount for a in account.applications), Decimal("0"))
@@ -225,7 +232,8 @@ def test_the_delinquent_list_is_kept_only_while_nothing_it_depends_on_changes(
         (i.parcel.pk, i.charge.pk, i.state, i.days_late) for i in first]
 
     p1 = Parcel.objects.get(parcel_id="P1")
-    counter.payment_record(acting_user=staff["collector"], parcel=p1, amount=Decimal("9300.00"), paid_on=as_of)
+    with on_day(as_of):
+        counter.payment_record(acting_user=staff["collector"], parcel=p1, amount=Decimal("9300.00"), paid_on=as_of)
     after_payment = accounts.delinquent_charges(as_of=as_of)
     assert sorted(i.parcel.parcel_id for i in after_payment) == ["P2", "P3", "P4", "P5"]
 

@@ -26,6 +26,7 @@ from levy.models import Levy, RollLine
 from levy.services import estimate_certify, estimate_enter, levy_compute
 from parcels.models import Job, Parcel
 from tests.billing.conftest import billing_cmd
+from tests.clock import on_day
 from tests.known_codes import ACCESS_CODES, TEST_SECRET_KEY, VERIFICATION_CODES
 
 # Example 2 of the worked examples (2027-2028): A has a 25% credit for ceded water rights.
@@ -46,8 +47,9 @@ def flat(text: str) -> str:
 
 
 def pay(staff, code: str, amount: str, on: date):
-    return counter.payment_record(acting_user=staff["collector"], parcel=Parcel.objects.get(parcel_id=code),
-                                   amount=Decimal(amount), paid_on=on)
+    with on_day(on):
+        return counter.payment_record(acting_user=staff["collector"], parcel=Parcel.objects.get(parcel_id=code),
+                                       amount=Decimal(amount), paid_on=on)
 
 
 @pytest.fixture
@@ -487,15 +489,9 @@ def test_bulk_start_refusals_and_filters(district_1, staff):
 def test_a_bill_under_a_late_roll_states_the_actual_due_dates(make_parcel, owner_a, staff):
     """¶11, ¶12: a roll finalized on 2026-08-14, after July 1, makes the July half due that day; the
     bill says so instead of "1 de julio y 1 de enero" (docs/interpretations.md)."""
-    from tests.conftest import EXAMPLE_1
+    from tests.billing.conftest import example_1_finalize
 
-    for parcel_id, gravity in EXAMPLE_1:
-        make_parcel(parcel_id, owner_a, gravity=gravity)
-    estimate_enter(acting_user=staff["authority"], fiscal_year="2026-2027", om_estimate=Decimal("100000.00"),
-                   reserve=Decimal("1500.00"), misc_income=Decimal("7500.00"), surplus=Decimal("4000.00"))
-    estimate_certify(acting_user=staff["authority"], fiscal_year="2026-2027")
-    levy_compute(acting_user=staff["hacienda"], fiscal_year="2026-2027")
-    levy = roll_finalize(acting_user=staff["hacienda"], fiscal_year="2026-2027", today=date(2026, 8, 14))
+    levy = example_1_finalize(make_parcel, owner_a, staff, finalized_on=date(2026, 8, 14))
     assert levy.finalized_late
     july = Charge.objects.get(parcel__parcel_id="P4", number=1)
     january = Charge.objects.get(parcel__parcel_id="P4", number=2)

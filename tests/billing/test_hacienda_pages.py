@@ -21,6 +21,7 @@ from billing.services import collection, counter
 from parcels.models import Parcel
 from parcels.roles import ROLES
 from parcels.services import owner_update
+from tests.clock import localdate_on
 
 HALF = {"P1": Decimal("9180.00"), "P2": Decimal("22950.00"), "P3": Decimal("4590.00"), "P4": Decimal("6930.90"),
         "P5": Decimal("2249.10")}  # each installment of worked example 1 (the two halves are equal)
@@ -39,7 +40,9 @@ def parcel(code: str) -> Parcel:
 
 
 def pay(staff, code: str, amount: str | Decimal, on: date):
-    return counter.payment_record(acting_user=staff["collector"], parcel=parcel(code), amount=Decimal(amount), paid_on=on)
+    """A payment at the counter on ``on``: the counter's today (``clock`` moves it), moved there for the call."""
+    with localdate_on(on):
+        return counter.payment_record(acting_user=staff["collector"], parcel=parcel(code), amount=Decimal(amount), paid_on=on)
 
 
 # --- who may open what --------------------------------------------------------------------------

@@ -17,6 +17,7 @@ from levy.models import RollCorrection, RollLine
 from levy.services import LevyError
 from parcels.models import Parcel
 from tests.billing.test_delinquency import billing_cmd_levy
+from tests.clock import on_day
 
 D = Decimal
 
@@ -62,7 +63,8 @@ def test_finding_1_a_correction_below_zero_or_a_credit_above_the_charge_is_refus
 @pytest.mark.django_db
 def test_finding_2_a_fall_lowers_principal_and_gives_back_only_the_surcharge_not_owed(district_1, staff):
     p4 = Parcel.objects.get(parcel_id="P4")
-    receipt = counter.payment_record(acting_user=staff["collector"], parcel=p4, amount=D("7000.21"), paid_on=date(2026, 10, 15))
+    with on_day(date(2026, 10, 15)):
+        receipt = counter.payment_record(acting_user=staff["collector"], parcel=p4, amount=D("7000.21"), paid_on=date(2026, 10, 15))
     printed = Receipt.objects.get(pk=receipt.pk).snapshot
     # July half 6,930.90 + ½% × 2 months (Sep 1, Oct 1) = 69.31 of surcharge, stored as the receipt shows
     (allocation,) = receipt.payment.allocations.all()
@@ -113,7 +115,8 @@ def test_finding_5_a_closure_recorded_after_a_payment_gives_back_its_surcharge(d
     p4 = Parcel.objects.get(parcel_id="P4")
     july = Charge.objects.get(parcel=p4, number=1, kind=Charge.Kind.INSTALLMENT)
     assert july.last_day_to_pay == date(2026, 8, 31)  # Jul 1 + 60 days is Sunday Aug 30
-    receipt = counter.payment_record(acting_user=staff["collector"], parcel=p4, amount=D("7000.21"), paid_on=date(2026, 9, 1))
+    with on_day(date(2026, 9, 1)):
+        receipt = counter.payment_record(acting_user=staff["collector"], parcel=p4, amount=D("7000.21"), paid_on=date(2026, 9, 1))
     printed = Receipt.objects.get(pk=receipt.pk).snapshot
     # Sep 1 is the first delinquent day: ½% × 6,930.90 = 34.65; 34.66 is January paid early
     rows = sorted((a.charge.number, a.surcharge.amount, a.principal.amount) for a in receipt.payment.allocations.all())
@@ -140,7 +143,8 @@ def test_finding_5_a_closure_recorded_after_a_payment_gives_back_its_surcharge(d
 @pytest.mark.django_db
 def test_a_void_is_refused_once_a_later_entry_moved_its_money(district_1, staff):
     p3 = Parcel.objects.get(parcel_id="P3")
-    receipt = counter.payment_record(acting_user=staff["collector"], parcel=p3, amount=D("9200.00"), paid_on=date(2026, 7, 5))
+    with on_day(date(2026, 7, 5)):
+        receipt = counter.payment_record(acting_user=staff["collector"], parcel=p3, amount=D("9200.00"), paid_on=date(2026, 7, 5))
     counter.refund_issue(acting_user=staff["supervisor"], parcel=p3, amount=D("20.00"), reason="Pago de más",
                          refunded_on=date(2026, 7, 6))
     from billing.errors import BillingError

@@ -32,6 +32,7 @@ from billing.services import counter
 from levy.models import RollCorrection
 from parcels.models import Parcel
 from tests.billing import conftest as billing_fixtures
+from tests.clock import on_day
 from tests.test_books import build_books
 
 district_1 = billing_fixtures.district_1
@@ -100,8 +101,10 @@ def test_the_data_migration_stores_what_each_receipt_printed(district_1, staff):
 @pytest.mark.django_db
 def test_the_stored_allocation_matches_todays_replay_for_a_simple_account(district_1, staff):
     parcel = Parcel.objects.get(parcel_id="P4")
-    counter.payment_record(acting_user=staff["collector"], parcel=parcel, amount=Decimal("7000.21"), paid_on=date(2026, 10, 15))
-    counter.payment_record(acting_user=staff["collector"], parcel=parcel, amount=Decimal("100.00"), paid_on=date(2026, 12, 1))
+    with on_day(date(2026, 10, 15)):
+        counter.payment_record(acting_user=staff["collector"], parcel=parcel, amount=Decimal("7000.21"), paid_on=date(2026, 10, 15))
+    with on_day(date(2026, 12, 1)):
+        counter.payment_record(acting_user=staff["collector"], parcel=parcel, amount=Decimal("100.00"), paid_on=date(2026, 12, 1))
     forget_allocations()
     store_allocations(apps, None)
     replay = accounts.account_state(parcel=parcel, as_of=date(2026, 12, 1)).state.applications

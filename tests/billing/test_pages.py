@@ -18,6 +18,7 @@ from billing.services.installments import roll_finalize
 from levy.services import estimate_certify, estimate_enter, levy_compute
 from parcels.models import Parcel
 from parcels.roles import ROLES
+from tests.clock import localdate_on
 from tests.conftest import EXAMPLE_1
 from tests.review import post_reviewed
 
@@ -77,8 +78,10 @@ def messages_of(response) -> list[str]:
 
 
 def pay(users, parcel, amount: str, *, method: str = "cash", on: date = TODAY, user: str = "collector", reference: str = ""):
-    return counter.payment_record(acting_user=users[user], parcel=parcel, amount=Decimal(amount), paid_on=on,
-                                   method=method, reference=reference)
+    """A payment at the counter on ``on``: the counter's today (``frozen_today`` pins it), moved there for the call."""
+    with localdate_on(on):
+        return counter.payment_record(acting_user=users[user], parcel=parcel, amount=Decimal(amount), paid_on=on,
+                                       method=method, reference=reference)
 
 
 def counter_post(client, parcel, **overrides):

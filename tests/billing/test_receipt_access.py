@@ -10,7 +10,7 @@ from django.urls import reverse
 from billing.services import bills, collection, counter
 from parcels.models import AccessEvent, Parcel
 from parcels.services import parcel_transfer
-from tests.clock import move_clock_to
+from tests.clock import move_clock_to, on_day
 from tests.review import post_reviewed
 
 
@@ -19,7 +19,8 @@ def test_previous_owner_keeps_receipts_after_a_sale(client, district_1, staff, m
     seller = make_user("seller", "landowner", owner_a)
     buyer = make_user("buyer", "landowner", owner_b)
     p1 = Parcel.objects.get(parcel_id="P1")
-    receipt = counter.payment_record(acting_user=staff["collector"], parcel=p1, amount=Decimal("9180.00"), paid_on=date(2026, 7, 3))
+    with on_day(date(2026, 7, 3)):
+        receipt = counter.payment_record(acting_user=staff["collector"], parcel=p1, amount=Decimal("9180.00"), paid_on=date(2026, 7, 3))
     parcel_transfer(acting_user=staff["authority"], parcel=p1, to_owner=owner_b, effective_on=date(2026, 8, 1))
     url = reverse("billing:receipt", args=[receipt.pk])
     client.force_login(seller)
@@ -92,7 +93,8 @@ def test_landowner_downloads_their_bills_and_certificates_and_no_one_elses(clien
 @pytest.mark.django_db
 def test_a_landowners_404_on_another_owners_receipt_is_in_the_access_log(client, district_1, staff, make_user, owner_b):
     p1 = Parcel.objects.get(parcel_id="P1")  # owner_a's
-    receipt = counter.payment_record(acting_user=staff["collector"], parcel=p1, amount=Decimal("100.00"), paid_on=date(2026, 7, 3))
+    with on_day(date(2026, 7, 3)):
+        receipt = counter.payment_record(acting_user=staff["collector"], parcel=p1, amount=Decimal("100.00"), paid_on=date(2026, 7, 3))
     client.force_login(make_user("luis", "landowner", owner_b))
     url = reverse("billing:receipt", args=[receipt.pk])
     assert client.get(url, REMOTE_ADDR="10.8.8.8").status_code == 404

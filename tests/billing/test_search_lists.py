@@ -11,6 +11,7 @@ from django.urls import reverse
 
 from billing.services import counter
 from parcels.models import Parcel
+from tests.clock import on_day
 
 
 def found(response) -> list[str]:
@@ -31,8 +32,9 @@ def test_roll_search_folds_the_owner_name_kept_on_the_line(client, staff, distri
 def test_delinquent_list_search(client, staff, district_1):
     """Every parcel of example 1 is late on 2026-09-01 but P1, which paid its July half (¶12:
     9,180.00 is P1's first half; nothing late is left)."""
-    counter.payment_record(acting_user=staff["collector"], parcel=Parcel.objects.get(parcel_id="P1"),
-                            amount=Decimal("9180.00"), paid_on=date(2026, 8, 1))
+    with on_day(date(2026, 8, 1)):
+        counter.payment_record(acting_user=staff["collector"], parcel=Parcel.objects.get(parcel_id="P1"),
+                                amount=Decimal("9180.00"), paid_on=date(2026, 8, 1))
     client.force_login(staff["hacienda"])
     url = reverse("collections:delinquent")
     assert found(client.get(url, {"q": "Velez", "as_of": "2026-09-01"})) == ["P2", "P3", "P4", "P5"]

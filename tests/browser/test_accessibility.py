@@ -14,6 +14,7 @@ from billing.services import books_checks, counter, water
 from parcels.models import Owner, Parcel
 from parcels.services import user_create
 from tests.browser.test_journeys import PASSWORD, _finalized_district
+from tests.clock import on_day
 from tests.otp import totp_code
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -55,7 +56,8 @@ def test_every_page_passes_axe_in_both_languages(visit, language):
         user_create(username=f"a11y_{role}", role=role, password=PASSWORD, owner=owner if role == "landowner" else None)
     p1 = Parcel.objects.get(parcel_id="P1")
     collector = get_user_model().objects.get(username="a11y_collector")
-    receipt = counter.payment_record(acting_user=collector, parcel=p1, amount=Decimal("100.00"), paid_on=date(2026, 7, 10))
+    with on_day(date(2026, 7, 10)):
+        receipt = counter.payment_record(acting_user=collector, parcel=p1, amount=Decimal("100.00"), paid_on=date(2026, 7, 10))
     # /auditoria/libros/: a passed nightly check below a failed one (totals that differ from a saved file)
     books_checks.books_check_run(acting_user=None, trigger=BooksCheck.Trigger.NIGHTLY)
     books_checks.books_check_run(acting_user=collector, trigger=BooksCheck.Trigger.COMMAND, expected_totals={"payments": "0 (0)"},

@@ -13,7 +13,7 @@ from billing.services import counter
 from levy.models import Levy
 from parcels.models import Parcel
 from parcels.services import owner_create, parcel_create, user_create
-from tests.clock import move_clock_to
+from tests.clock import move_clock_to, on_day
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -199,7 +199,8 @@ def test_landowner_sees_only_their_two_parcels_and_downloads_a_receipt_pdf(visit
     users("collector")
     collector = get_user_model().objects.get(username="u_collector")
     p1 = Parcel.objects.get(parcel_id="P1")
-    counter.payment_record(acting_user=collector, parcel=p1, amount=Decimal("500.00"), paid_on=date(2026, 7, 10))
+    with on_day(date(2026, 7, 10)):
+        counter.payment_record(acting_user=collector, parcel=p1, amount=Decimal("500.00"), paid_on=date(2026, 7, 10))
     visit.login("carmen", PASSWORD)
     home = visit.page.inner_text("main")
     assert "P1" in home and "P2" in home and "P3" not in home and "P4" not in home

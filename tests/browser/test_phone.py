@@ -26,7 +26,7 @@ from billing.services import counter
 from parcels.models import Owner, Parcel
 from parcels.services import user_create
 from tests.browser.test_journeys import OCTOBER_15, PASSWORD, _finalized_district
-from tests.clock import move_clock_to
+from tests.clock import move_clock_to, on_day
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -58,7 +58,8 @@ def _district(monkeypatch, moment: datetime) -> dict:
     user_create(username="u_collector", role="collector", password=PASSWORD)
     collector = get_user_model().objects.get(username="u_collector")
     p1 = Parcel.objects.get(parcel_id="P1")
-    receipt = counter.payment_record(acting_user=collector, parcel=p1, amount=Decimal("500.00"), paid_on=date(2026, 7, 10))
+    with on_day(date(2026, 7, 10)):
+        receipt = counter.payment_record(acting_user=collector, parcel=p1, amount=Decimal("500.00"), paid_on=date(2026, 7, 10))
     return {"p1": p1, "p2": Parcel.objects.get(parcel_id="P2"), "receipt": receipt}
 
 

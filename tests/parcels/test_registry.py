@@ -145,7 +145,12 @@ def test_seed_demo_builds_a_district_with_a_finalized_levy_and_payments(capsys, 
     assert officer_signature(staff.get(username="hacienda")) == ("Gladys Montalvo Seda", "Directora de Recaudaciones")
     assert officer_signature(staff.get(username="colector")) == ("Ana Rivera Soto", "Colectora de Rentas Internas")
     assert officer_signature(staff.get(username="auditor")) == ("Noemí Cintrón Padilla", "Auditora Interna")
-    assert Payment.objects.first().receipt.snapshot["collector_name"] == "Ana Rivera Soto"
+    # the season is recorded on seeding day, so its payments are back-dated: by the demo supervisor,
+    # with the reason on each receipt (issue 11, finding 7)
+    first = Payment.objects.first()
+    assert first.backdated and first.backdate_reason == "Datos de demostración"
+    assert (first.receipt.snapshot["collector_name"], first.receipt.snapshot["backdate_reason"]) == (
+        "Edwin Figueroa Ramos", "Datos de demostración")
     # `make run` shows which step of the demo it is at, and the address the receipts link to.
     steps = [line for line in out.splitlines() if line.startswith("demo ")]
     assert [line.split(":")[0] for line in steps] == ["demo 1 of 4", "demo 2 of 4", "demo 3 of 4", "demo 4 of 4"]

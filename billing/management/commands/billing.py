@@ -31,7 +31,8 @@ class Command(BaseCommand):
         pay = sub.add_parser("pay", help="record a payment as a collector does at the counter")
         pay.add_argument("--parcel", required=True)
         pay.add_argument("--amount", required=True)
-        pay.add_argument("--date", required=True, help="YYYY-MM-DD")
+        pay.add_argument("--date", help="YYYY-MM-DD (default today); a day before today is back-dating: a supervisor, with --reason")
+        pay.add_argument("--reason", default="", help="why a back-dated payment carries that date (printed on its receipt)")
         pay.add_argument("--user", required=True)
         pay.add_argument("--office")
         pay.add_argument("--method", default="cash", choices=Payment.Method.values)
@@ -155,15 +156,16 @@ class Command(BaseCommand):
     def do_pay(self, options: dict) -> None:
         parcel = accounts.parcel_by_code(options["parcel"])
         amount = counter.parse_amount(options["amount"])
-        paid_on = self.date(options["date"])
+        paid_on = self.date(options["date"]) if options["date"] else None
         user = self.user(options["user"])
         receipt = counter.payment_record(
             acting_user=user, parcel=parcel, amount=amount, paid_on=paid_on, method=options["method"],
-            reference=options["reference"], office_code=options["office"],
+            reference=options["reference"], office_code=options["office"], backdate_reason=options["reason"],
         )
         snapshot = receipt.snapshot
+        backdated = " (back-dated)" if receipt.payment.backdated else ""
         self.stdout.write(
-            f"paid ${amount:,.2f} on {paid_on.isoformat()} for {parcel.parcel_id}; "
+            f"paid ${amount:,.2f} on {receipt.payment.paid_on.isoformat()}{backdated} for {parcel.parcel_id}; "
             f"due now ${Decimal(snapshot['total_due_after']):,.2f}; credit ${Decimal(snapshot['credit_balance']):,.2f}; "
             f"receipt {receipt.display_number}"
         )

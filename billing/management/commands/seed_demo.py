@@ -6,6 +6,7 @@ from decimal import Decimal
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
+from django.utils import timezone
 
 from billing.accounts import account_state
 from billing.models import Payment
@@ -40,6 +41,7 @@ DEMO_SIGNATURES = {
 
 
 STEPS = 4
+DEMO_BACKDATE_REASON = "Datos de demostración"
 
 
 class Command(BaseCommand):
@@ -111,6 +113,10 @@ class Command(BaseCommand):
         levy = roll_finalize(acting_user=users["hacienda2"], fiscal_year="2026-2027", today=date(2026, 6, 26))
         self.done(started, f"total ${levy.total_levy.amount:,.2f}, {levy.parcels_levied} parcels levied")
         started = self.step(4, f"a season of payments at the counter, each with its PDF receipt linking to {settings.SITE_URL}")
+        # The season is recorded today, so a payment dated earlier is back-dated (issue 11, finding 7):
+        # by the demo supervisor, with the reason printed on its receipt; one payment per parcel, so
+        # none lands before a later one. A day after today is not a payment yet.
+        today = timezone.localdate()
         rng = random.Random(2026)
         paying = list(Parcel.objects.filter(charges__isnull=False).distinct().order_by("parcel_id")[:400])
         for number, parcel in enumerate(paying):
@@ -127,7 +133,9 @@ class Command(BaseCommand):
             else:
                 continue
             due = account_state(parcel=parcel, as_of=day).state.total_due
-            if due > 0:
-                payment_record(acting_user=users["colector"], parcel=parcel, amount=due, paid_on=day,
-                               method=rng.choice(["cash", "check", "card", "transfer"]))
+            method = rng.choice(["cash", "check", "card", "transfer"]) if due > 0 else ""  # the draws as before the rule
+            if method and day <= today:
+                backdated = day < today
+                payment_record(acting_user=users["supervisor" if backdated else "colector"], parcel=parcel, amount=due,
+                               paid_on=day, method=method, backdate_reason=DEMO_BACKDATE_REASON if backdated else "")
         self.done(started, f"{Payment.objects.count()} payments recorded")
