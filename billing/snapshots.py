@@ -56,6 +56,11 @@ class ReceiptApplication:
     balance_after: Decimal
     surcharge_runs: tuple = ()  # ¶12: the basis as structured runs (wording.surcharge_runs); none on older receipts
     corrections: tuple[int, ...] = ()  # ¶9: the numbers of the roll corrections in om_charge/credit/net
+    # The stored facts of its name (billing.models.charge_names; none on receipts frozen before them).
+    correction: int | None = None
+    reason: str = ""
+    water_month: str = ""
+    acre_feet: Decimal | None = None
 
     @property
     def paid(self) -> Decimal:
@@ -90,6 +95,7 @@ class ReceiptApplication:
             "corrections": list(self.corrections),
             "principal_paid": str(self.principal_paid),
             "balance_after": str(self.balance_after),
+            **name_to_json(self),
         }
 
     @classmethod
@@ -103,6 +109,7 @@ class ReceiptApplication:
             balance_after=Decimal(item["balance_after"]),
             surcharge_runs=tuple(tuple(run) for run in item.get("surcharge_runs", ())),
             corrections=tuple(item.get("corrections", ())),
+            **name_from_json(item),
         )
 
 

@@ -37,6 +37,7 @@ from ..models import (
     ReceiptSeries,
     Refund,
     SeizureCase,
+    charge_names,
 )
 from ..selectors import day_report
 from ..snapshots import ReceiptApplication, ReceiptSnapshot
@@ -212,6 +213,7 @@ def _receipt_issue(*, payment: Payment, office: Office, account: Account, applic
     parcel = account.parcel
     rate = delinquency_parameters(payment.paid_on).surcharge_rate
     states = {state.key: state for state in account.state.charges}
+    names = charge_names(account.charges[application.charge_key] for application in applications)
     lines = []
     for application in applications:
         charge = account.charges[application.charge_key]
@@ -225,6 +227,7 @@ def _receipt_issue(*, payment: Payment, office: Office, account: Account, applic
             principal=state.principal, due_date=state.due, last_day_to_pay=state.last_day, surcharge=application.surcharge,
             surcharge_basis=surcharge_explanation(state, rate), principal_paid=application.principal,
             balance_after=state.balance, surcharge_runs=tuple(tuple(run) for run in surcharge_runs(state, rate)),
+            **names[charge.pk],
         ))
     snapshot = ReceiptSnapshot(
         parcel_id=parcel.parcel_id, owner_name=parcel.owner.name, owner_key=parcel.owner.owner_key,

@@ -61,3 +61,28 @@ def test_a_bill_after_corrections_states_the_corrected_levy_and_halves(corrected
     assert (snap["om_charge"], snap["first_installment"], snap["second_installment"]) == ("18860.01", "9430.01", "9430.00")
     text = text_of(bytes(bill.document.pdf))
     assert "Con las correcciones n.º 1, 2 del padrón." in text and "$18,860.01" in text
+
+
+@pytest.mark.django_db
+def test_a_receipt_names_the_correction_it_paid_from_its_number_in_both_languages(district_1, staff, monkeypatch):
+    """P1's July half paid in July; correction n.º 1 (+1,000.01 on 2026-11-01) raises July by 500.01
+    (19,360.01 split 9,680.01 / 9,680.00), due that day; paying it names it by its number."""
+    from django.utils import translation
+
+    from billing.selectors import receipt_display
+
+    p1 = Parcel.objects.get(parcel_id="P1")
+    move_clock_to(monkeypatch, datetime(2026, 7, 10, 10, tzinfo=ZoneInfo("America/Puerto_Rico")))
+    counter.payment_record(acting_user=staff["collector"], parcel=p1, amount=D("9180.00"), paid_on=date(2026, 7, 10))
+    line = RollLine.objects.get(parcel=p1, levy__status="final")
+    corrections.roll_correction_create(acting_user=staff["hacienda"], roll_line=line, om_charge_delta=D("1000.01"),
+                                       reason="Mensura nueva", made_on=date(2026, 11, 1))
+    move_clock_to(monkeypatch, datetime(2026, 11, 16, 10, tzinfo=ZoneInfo("America/Puerto_Rico")))
+    receipt = counter.payment_record(acting_user=staff["collector"], parcel=p1, amount=D("500.01"), paid_on=date(2026, 11, 16))
+    paid = receipt.snapshot["applications"]
+    assert [(a["kind"], a["correction"], a["principal_paid"]) for a in paid] == [("correction", 1, "500.01")]
+    display = receipt_display(receipt)
+    with translation.override("en"):
+        assert display.lines[0].label == "Correction no. 1 of the 2026-2027 roll (¶9): installment 1 (July)"
+    with translation.override("es"):
+        assert display.lines[0].label == "Corrección n.º 1 del padrón 2026-2027 (¶9): plazo 1 (julio)"

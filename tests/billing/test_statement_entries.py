@@ -26,6 +26,7 @@ from parcels.models import Parcel
 from tests.billing.conftest import billing_cmd
 from tests.billing.conftest import statement as cli_statement
 from tests.billing.test_ledger_findings import line
+from tests.clock import on_day
 
 D = Decimal
 pytestmark = pytest.mark.django_db
@@ -54,7 +55,8 @@ def lower_p4_after_its_july_half_was_paid(staff) -> None:
     Oct 1) × 6,930.90 = 69.31 of surcharge; on 01/11/2026 correction n.º 1 takes 1,861.80 off
     the O&M charge: each half falls 930.90 to 6,000.00."""
     p4 = Parcel.objects.get(parcel_id="P4")
-    counter.payment_record(acting_user=staff["collector"], parcel=p4, amount=D("7000.21"), paid_on=date(2026, 10, 15))
+    with on_day(date(2026, 10, 15)):
+        counter.payment_record(acting_user=staff["collector"], parcel=p4, amount=D("7000.21"), paid_on=date(2026, 10, 15))
     corrections.roll_correction_create(acting_user=staff["hacienda"], roll_line=line("P4"), om_charge_delta=D("-1861.80"),
                                        reason="Área corregida", made_on=date(2026, 11, 1))
 
@@ -166,7 +168,8 @@ def test_a_closure_shows_its_moved_last_day_and_the_surcharge_it_gave_back(distr
     """Finding 5's figures: 7,000.21 paid on 01/09/2026, the first delinquent day: 34.65 of
     surcharge (½% × 6,930.90), 34.66 to January; then Aug 31 is recorded closed (a hurricane)."""
     p4 = Parcel.objects.get(parcel_id="P4")
-    counter.payment_record(acting_user=staff["collector"], parcel=p4, amount=D("7000.21"), paid_on=date(2026, 9, 1))
+    with on_day(date(2026, 9, 1)):
+        counter.payment_record(acting_user=staff["collector"], parcel=p4, amount=D("7000.21"), paid_on=date(2026, 9, 1))
     collection.office_closure_record(acting_user=staff["hacienda"], day=date(2026, 8, 31), reason="Huracán")
     today = timezone.localdate()  # the closure is recorded today, dated entries and all
     july, january = accounts.statement(parcel=p4, as_of=today).lines
