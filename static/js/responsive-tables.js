@@ -35,3 +35,13 @@ document.querySelectorAll("table.table-stack").forEach(function (table) {
     });
   });
 });
+// A wide table that scrolls sideways in its .table-wrap is reached by the keyboard: the wrapper
+// becomes a focusable region named by the table's caption (WCAG 2.1.1; axe's
+// scrollable-region-focusable). Wrappers the template made focusable already are left alone.
+document.querySelectorAll(".table-wrap:not([tabindex])").forEach(function (wrap) {
+  if (wrap.scrollWidth <= wrap.clientWidth) { return; }
+  var caption = wrap.querySelector("caption");
+  wrap.setAttribute("tabindex", "0");
+  wrap.setAttribute("role", "region");
+  wrap.setAttribute("aria-label", caption ? caption.textContent.replace(/\s+/g, " ").trim() : document.title);
+});
