@@ -17,8 +17,10 @@ statement (issue 11: the ledger is the one truth; nothing is allocated again her
   is before D (¶12): the stored day, moved past the closed days and the grace days in force on
   the due date exactly as the account moves it (``accounts.charge_last_days``), or later by a
   ``LastDayMove`` recorded by D (a closure); the accrued surcharge is on the delinquent list;
-- *surcharges collected*: realized surcharges (less reversed ones) of payments dated in the
-  semester (July–December is semester 1, January–June semester 2).
+- *surcharges collected*: surcharge paid by entries dated in the semester (July–December is
+  semester 1, January–June semester 2): realized by payments, less reversed by voids, less given
+  back (*recargo devuelto*), plus paid with *crédito aplicado*: the ledger's surcharge entries
+  (``SURCHARGE_KINDS``), so surcharge paid and then given back is not collected twice.
 
 The levy's charges are the installments and the supplementary corrections (``LEVY_KINDS``;
 sec. 374a water sales are not the levy, refunds are not charges). A correction's charge counts in
@@ -153,20 +155,26 @@ def _charge_figures(as_of: date) -> list[SemesterRow]:
         ]
 
 
+# ¶12: the ledger's surcharge entries, each one-sided: surcharge a payment settled (debit) and its
+# reversal by a void (credit); surcharge paid with *crédito aplicado* (debit) and surcharge given
+# back after a lowering or a closure (credit). Their debits less credits is the surcharge paid.
+SURCHARGE_KINDS = (LedgerEntry.Kind.SURCHARGE, LedgerEntry.Kind.SURCHARGE_VOID, LedgerEntry.Kind.CREDIT_APPLIED,
+                   LedgerEntry.Kind.GIVE_BACK)
+
+
 def _surcharges_by_semester(as_of: date) -> dict[tuple[str, int], Decimal]:
-    """Realized surcharges less reversed ones, by the semester of the payment (or reversal) date."""
+    """Surcharge paid (realized, less reversed and given back, plus paid with credit), by the
+    semester of each entry's date."""
     money = DecimalField(max_digits=14, decimal_places=2)
     rows = (
-        LedgerEntry.objects.filter(entry_date__lte=as_of, kind__in=[LedgerEntry.Kind.SURCHARGE, LedgerEntry.Kind.SURCHARGE_VOID])
+        LedgerEntry.objects.filter(entry_date__lte=as_of, kind__in=SURCHARGE_KINDS)
         .annotate(month=ExtractMonth("entry_date"), year=ExtractYear("entry_date"))
         .annotate(
             start_year=Case(When(month__gte=7, then=F("year")), default=F("year") - 1, output_field=IntegerField()),
             half=Case(When(month__gte=7, then=Value(1)), default=Value(2), output_field=IntegerField()),
         )
         .values("start_year", "half")
-        .annotate(total=Sum(Case(
-            When(kind=LedgerEntry.Kind.SURCHARGE, then=F("debit")), default=-F("credit"), output_field=money,
-        )))
+        .annotate(total=Sum(F("debit") - F("credit"), output_field=money))
         .order_by()
     )
     return {(fiscal_year_label(row["start_year"]), row["half"]): row["total"] or ZERO for row in rows}

@@ -155,3 +155,24 @@ def test_a_rise_counts_in_the_row_of_the_half_it_raises(monkeypatch, district_1,
     assert found[(FY, 2)][0] == D("46400.00")
     assert found == from_the_accounts(date(2026, 10, 15))
 
+
+def test_surcharge_given_back_is_not_collected_and_the_money_freed_is_januarys(monkeypatch, district_1, staff):
+    """¶9, ¶12: P4 pays 7,000.21 on 15/10/2026: July's 6,930.90 and ½% × 2 periods (Sep 1, Oct 1) ×
+    6,930.90 = 69.31 of surcharge. On 01/11 a correction lowers each half 930.90 to 6,000.00: the
+    same two periods on 6,000.00 owe 60.00, so 9.31 of surcharge and 930.90 of principal are given
+    back, and the 940.21 freed is applied to January's principal. Every cent received is counted
+    once: 6,000.00 July principal + 940.21 January principal + 60.00 surcharge = 7,000.21."""
+    on(monkeypatch, date(2026, 10, 15))
+    pay(staff, "P4", "7000.21")
+    on(monkeypatch, date(2026, 11, 1))
+    corrections.roll_correction_create(acting_user=staff["hacienda"], om_charge_delta=D("-1861.80"), reason="Área corregida",
+                                       roll_line=RollLine.objects.get(parcel__parcel_id="P4", levy__status="final"))
+    rows = {row.number: row for row in charts.dashboard(as_of=date(2026, 11, 1)).rows}
+    assert (rows[1].collected, rows[1].surcharges, rows[2].collected) == (D("6000.00"), D("60.00"), D("940.21"))
+    assert rows[1].collected + rows[1].surcharges + rows[2].collected == D("7000.21")
+    before = {row.number: row for row in charts.dashboard(as_of=date(2026, 10, 31)).rows}
+    assert (before[1].collected, before[1].surcharges, before[2].collected) == (D("6930.90"), D("69.31"), D("0.00"))
+    july = next(line for line in accounts.statement(parcel=Parcel.objects.get(parcel_id="P4"), as_of=date(2026, 11, 1)).lines
+                if line.number == 1)
+    assert july.paid - rows[1].collected == rows[1].surcharges == july.surcharge  # the statement's surcharge paid
+    assert figures(date(2026, 11, 1)) == from_the_accounts(date(2026, 11, 1))
