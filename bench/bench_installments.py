@@ -80,72 +80,64 @@ def collection_records(hacienda) -> str:
     stored allocation and its ledger entry); one of those payments in 50 was voided on 2026-09-10;
     one paid parcel in 100 had both halves lowered 100.00 by a correction on 2026-10-01, the July
     principal freed given back and applied to January. Returns what was written, in words."""
-    from billing.models import (
-        Charge,
-        CreditApplication,
-        GiveBack,
-        LedgerEntry,
-        Office,
-        Payment,
-        PaymentAllocation,
-        PaymentVoid,
-        PrincipalAdjustment,
-        Source,
-    )
+    from billing import models as billing
     from levy.models import RollCorrection
     from parcels.services import user_create
 
     collector = user_create(username="bench_col", role="collector", password=None)
-    office = Office.objects.create(code="BENCH", name="Colecturía de prueba")
+    office = billing.Office.objects.create(code="BENCH", name="Colecturía de prueba")
     halves: dict[int, dict[int, tuple[int, int, object]]] = {}
     for pk, parcel_id, number, roll_line_id, principal in (
-        Charge.objects.filter(kind=Charge.Kind.INSTALLMENT).order_by("parcel_id", "number")
+        billing.Charge.objects.filter(kind=billing.Charge.Kind.INSTALLMENT).order_by("parcel_id", "number")
         .values_list("pk", "parcel_id", "number", "roll_line_id", "principal")
     ):
         halves.setdefault(parcel_id, {})[number] = (pk, roll_line_id, principal)
     paid = [parcel_id for index, parcel_id in enumerate(sorted(halves)) if index % 2 == 0 and halves[parcel_id][1][2] > 0]
-    payments = Payment.objects.bulk_create(
-        Payment(parcel_id=parcel_id, office=office, collector=collector, paid_on=date(2026, 8, 15), amount=halves[parcel_id][1][2],
-                method=Payment.Method.CASH, idempotency_key=f"bench-{parcel_id}", payer_name="Banco de pruebas")
+    august, september, october = date(2026, 8, 15), date(2026, 9, 10), date(2026, 10, 1)
+    payments = billing.Payment.objects.bulk_create(
+        billing.Payment(parcel_id=parcel_id, office=office, collector=collector, paid_on=august,
+                        amount=halves[parcel_id][1][2], method=billing.Payment.Method.CASH,
+                        idempotency_key=f"bench-{parcel_id}", payer_name="Banco de pruebas")
         for parcel_id in paid
     )
-    PaymentAllocation.objects.bulk_create(
-        PaymentAllocation(payment=payment, charge_id=halves[payment.parcel_id][1][0], principal=payment.amount)
-        for payment in payments
-    )
-    LedgerEntry.objects.bulk_create(
-        LedgerEntry(parcel_id=payment.parcel_id, entry_date=payment.paid_on, kind=LedgerEntry.Kind.PAYMENT,
-                    credit=payment.amount, payment=payment, description="Pago", created_by=collector)
+    billing.PaymentAllocation.objects.bulk_create(
+        billing.PaymentAllocation(payment=payment, charge_id=halves[payment.parcel_id][1][0], principal=payment.amount)
         for payment in payments
     )
     voided = payments[::50]
-    PaymentVoid.objects.bulk_create(PaymentVoid(payment=payment, voided_on=date(2026, 9, 10), reason="Cheque devuelto",
-                                                voided_by=collector) for payment in voided)
-    LedgerEntry.objects.bulk_create(
-        LedgerEntry(parcel_id=payment.parcel_id, entry_date=date(2026, 9, 10), kind=LedgerEntry.Kind.VOID,
-                    debit=payment.amount, payment=payment, description="Anulación", created_by=collector)
+    billing.PaymentVoid.objects.bulk_create(
+        billing.PaymentVoid(payment=payment, voided_on=september, reason="Cheque devuelto", voided_by=collector)
         for payment in voided
     )
-    lowered = [payment.parcel_id for payment in payments[1::100]]
-    fall, on = Decimal("100.00"), date(2026, 10, 1)
+    ledger = billing.LedgerEntry
+    ledger.objects.bulk_create(
+        [ledger(parcel_id=payment.parcel_id, entry_date=august, kind=ledger.Kind.PAYMENT, credit=payment.amount,
+                payment=payment, description="Pago", created_by=collector) for payment in payments]
+        + [ledger(parcel_id=payment.parcel_id, entry_date=september, kind=ledger.Kind.VOID, debit=payment.amount,
+                  payment=payment, description="Anulación", created_by=collector) for payment in voided]
+    )
+    lowered = [payment.parcel_id for payment in payments[1::100]]  # none of them voided
+    fall = Decimal("100.00")
     made = RollCorrection.objects.bulk_create(
         RollCorrection(roll_line_id=halves[parcel_id][1][1], om_charge_delta=-2 * fall, credit_delta=0, net_delta=-2 * fall,
-                       reason="Área corregida", due_date=on, created_by=hacienda)
+                       reason="Área corregida", due_date=october, created_by=hacienda)
         for parcel_id in lowered
     )
+    adjustments, backs, applied, entries = [], [], [], []
     for parcel_id, correction in zip(lowered, made, strict=True):
         july, january = halves[parcel_id][1][0], halves[parcel_id][2][0]
-        PrincipalAdjustment.objects.bulk_create(
-            PrincipalAdjustment(charge_id=charge_id, correction=correction, amount=fall, entry_date=on, effective_from=due,
-                                created_by=hacienda)
-            for charge_id, due in ((july, date(2026, 7, 1)), (january, date(2027, 1, 1)))
-        )
-        GiveBack.objects.create(parcel_id=parcel_id, charge_id=july, principal=fall, source=Source.CORRECTION,
-                                correction=correction, entry_date=on, created_by=hacienda)
-        CreditApplication.objects.create(parcel_id=parcel_id, charge_id=january, principal=fall, source=Source.CORRECTION,
-                                         correction=correction, entry_date=on, created_by=hacienda)
-        LedgerEntry.objects.create(parcel_id=parcel_id, entry_date=on, kind=LedgerEntry.Kind.CORRECTION, credit=2 * fall,
-                                   description="Corrección", created_by=hacienda)
+        named = {"correction": correction, "entry_date": october, "created_by": hacienda}
+        adjustments += [billing.PrincipalAdjustment(charge_id=july, amount=fall, effective_from=date(2026, 7, 1), **named),
+                        billing.PrincipalAdjustment(charge_id=january, amount=fall, effective_from=date(2027, 1, 1), **named)]
+        backs.append(billing.GiveBack(parcel_id=parcel_id, charge_id=july, principal=fall, source=billing.Source.CORRECTION,
+                                      **named))
+        applied.append(billing.CreditApplication(parcel_id=parcel_id, charge_id=january, principal=fall,
+                                                 source=billing.Source.CORRECTION, **named))
+        entries.append(ledger(parcel_id=parcel_id, entry_date=october, kind=ledger.Kind.CORRECTION, credit=2 * fall,
+                              description="Corrección", created_by=hacienda))
+    for model, rows in ((billing.PrincipalAdjustment, adjustments), (billing.GiveBack, backs),
+                        (billing.CreditApplication, applied), (ledger, entries)):
+        model.objects.bulk_create(rows)
     return f"{len(payments):,} payments, {len(voided):,} voided, {len(lowered):,} parcels lowered"
 
 
