@@ -89,6 +89,30 @@ def fiscal_year_of(day: date) -> str:
     return fiscal_year_label(day.year if day.month >= 7 else day.year - 1)
 
 
+def charge_last_days(charges: Iterable[tuple[date, date]]) -> dict[tuple[date, date], date]:
+    """¶12: the last day to pay an account counts for a charge, by its ``(due date, stored last
+    day to pay)``: never earlier than the stored day; later if the legal-parameter row in force
+    on the due date gives more grace days; moved past the closed days known now (Sundays, legal
+    holidays, recorded closures; Saturdays when that row says so). A closure's dated
+    ``LastDayMove`` may move it further from the move's date (``rules.ChargeRecord.last_day_on``).
+    Each charge's grace days and Saturday rule are those in force on its due date: a later row
+    changes no past. One query for the closures, one for the parameters, none without charges."""
+    pairs = set(charges)
+    if not pairs:
+        return {}
+    history = LegalParameterSet.history()
+    by_row: dict[int, rules.DelinquencyParameters] = {}
+    years = {stored.year for _due, stored in pairs}
+    closed = closed_days(years | {year + 1 for year in years})
+    found = {}
+    for due, stored in pairs:
+        row = history.in_force(due)
+        params = by_row.get(row.pk) or by_row.setdefault(row.pk, delinquency_parameters_of(row))
+        day = max(stored, due + timedelta(days=params.grace_days))
+        found[(due, stored)] = rules.next_open_day(day=day, closed_days=closed, params=params)
+    return found
+
+
 # --- The account ------------------------------------------------------------------------------
 
 
@@ -199,10 +223,6 @@ def parcel_records(
 ) -> dict[int, tuple[Records, dict[str, Charge]]]:
     """¶12, ¶13: the stored records of many parcels (those dated by ``as_of``, or all), in a few queries."""
     parcels = {parcel.pk: parcel for parcel in parcels}
-    # Each charge's grace days and Saturday rule are those in force on its due date, each
-    # surcharge period's rate the one in force on its first day: a later row changes no past.
-    history = LegalParameterSet.history()
-    by_row: dict[int, rules.DelinquencyParameters] = {}
     charges: dict[int, dict[str, Charge]] = {pk: {} for pk in parcels}
     related = ("fiscal_year", "roll_line") if roll_lines else ("fiscal_year",)
     # A refund is money paid back from the credit (a RefundRecord), not a charge to pay.
@@ -258,21 +278,14 @@ def parcel_records(
     refunds: dict[int, list[rules.RefundRecord]] = {pk: [] for pk in parcels}
     for parcel_id, on, amount in refunds_qs.values_list("parcel_id", "refunded_on", "amount"):
         refunds[parcel_id].append(rules.RefundRecord(refunded_on=on, amount=amount))
-    years = {c.last_day_to_pay.year for found in charges.values() for c in found.values()}
-    closed = closed_days(years | {year + 1 for year in years}) if years else frozenset()
-
-    def last_day(charge: Charge) -> date:
-        row = history.in_force(charge.due_date)
-        params = by_row.get(row.pk) or by_row.setdefault(row.pk, delinquency_parameters_of(row))
-        # Never earlier than the stored day; later if a row dated by the due date gives more days.
-        day = max(charge.last_day_to_pay, charge.due_date + timedelta(days=params.grace_days))
-        return rules.next_open_day(day=day, closed_days=closed, params=params)
+    last_days = charge_last_days({(c.due_date, c.last_day_to_pay) for found in charges.values() for c in found.values()})
 
     result = {}
     for pk in parcels:
         records = Records(
             charges=tuple(
-                rules.ChargeRecord(key=key, principal=c.principal.amount, due=c.due_date, last_day=last_day(c),
+                rules.ChargeRecord(key=key, principal=c.principal.amount, due=c.due_date,
+                                   last_day=last_days[(c.due_date, c.last_day_to_pay)],
                                    accrues_surcharge=c.accrues_surcharge, lowerings=tuple(lowerings.get(c.pk, ())),
                                    moves=tuple(moves.get(c.pk, ())))
                 for key, c in charges[pk].items()

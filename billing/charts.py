@@ -1,19 +1,33 @@
 """The collection dashboard: its figures, summed in SQL, and a grouped bar chart as plain geometry
 for a server-rendered SVG (no JS).
 
-Figures by semester (fiscal year × installment number, ¶12) of the levy's charges (installments
-and supplementary corrections; sec. 374a water sales are not the levy):
+Figures by semester (fiscal year × installment number, ¶12) of the levy's charges as of a date D,
+read from the stored records exactly as ``billing.rules.ledger_state`` reads them for the
+statement (issue 11: the ledger is the one truth; nothing is allocated again here):
 
-- *billed*: the charges' principal;
-- *collected*: principal of those charges paid as of today. The ledger does not tie a payment to
-  a charge, so the allocation of ``billing.rules.account_state`` is reproduced in SQL: a parcel's
-  principal paid (payments − voids − realized surcharges) goes to its charges oldest first (due
-  date, then id). This is exact because a payment settles each charge's surcharge and principal
-  before the next charge;
-- *delinquent*: principal still unpaid on charges past their last day to pay (¶12; the accrued
-  surcharge is on the delinquent list);
-- *surcharges collected*: realized surcharges (less reversed ones) of payments dated in the
-  semester (July–December is semester 1, January–June semester 2).
+- *billed*: each charge's principal less the ``PrincipalAdjustment`` rows (a correction's fall,
+  ¶9) recorded on or before D;
+- *collected*: principal paid on those charges as of D: the stored ``PaymentAllocation.principal``
+  of payments made on or before D and not voided on or before D (a void reverses exactly that
+  allocation), plus the principal of *crédito aplicado* (``CreditApplication``) dated by D, less
+  principal released to the credit (``GiveBack``) dated by D. Surcharge paid is not principal: it
+  is the *surcharges collected* bar. Money a payment left on the account's credit (an allocation
+  without a charge) is collected for no charge until a dated *crédito aplicado* takes it to one;
+- *delinquent*: principal still unpaid on charges that accrue surcharge and whose last day to pay
+  is before D (¶12): the stored day, moved past the closed days and the grace days in force on
+  the due date exactly as the account moves it (``accounts.charge_last_days``), or later by a
+  ``LastDayMove`` recorded by D (a closure); the accrued surcharge is on the delinquent list;
+- *surcharges collected*: surcharge paid by entries dated in the semester (July–December is
+  semester 1, January–June semester 2): realized by payments, less reversed by voids, less given
+  back (*recargo devuelto*), plus paid with *crédito aplicado*: the ledger's surcharge entries
+  (``SURCHARGE_KINDS``), so surcharge paid and then given back is not collected twice.
+
+The levy's charges are the installments and the supplementary corrections (``LEVY_KINDS``;
+sec. 374a water sales are not the levy, refunds are not charges). A correction's charge counts in
+the row of the half it raises: a correction stores the half it raised as its charge's ``number``
+(``CorrectionCharge.number``), so a rise of the January half is billed, collected and delinquent
+with the January installments of its fiscal year, as on the statement. Only the older one-charge
+corrections, stored without a number, have a row of their own (``number`` None, "correcciones").
 
 Amounts stay ``Decimal`` dollars; only pixel coordinates are floats.
 """
@@ -33,7 +47,7 @@ from levy.charts import Tick, axis
 from levy.models import Levy
 from levy.rules import fiscal_year_label
 
-from . import rules
+from . import accounts, rules
 from .models import LedgerEntry
 
 ZERO = Decimal("0.00")  # dollars
@@ -76,39 +90,64 @@ class Dashboard:
     split: list[SplitRow] = field(default_factory=list)
 
 
-# The allocation of payments to charges, as ``rules.account_state`` makes it, for every parcel at
-# once. ``before`` is the principal of the parcel's earlier charges in application order.
+# Every levy charge's figures as of a date from the stored records, summed per semester, for every
+# parcel at once. ``base`` is each (due date, stored last day)'s last day as the account counts it
+# (``accounts.charge_last_days``, computed in Python for the few distinct pairs); ``moved`` the
+# latest ``LastDayMove`` recorded by then. ``paid`` is ``rules.ledger_state``'s principal paid:
+# the stored allocations of the payments that count (paid by then, not voided by then), plus
+# *crédito aplicado*, less principal given back, each dated by then.
 CHARGE_FIGURES_SQL = """
-WITH paid AS (
-    SELECT parcel_id,
-           SUM(CASE kind WHEN 'payment' THEN credit WHEN 'void' THEN -debit
-                         WHEN 'surcharge' THEN -debit WHEN 'surcharge_void' THEN credit END) AS principal_paid
-      FROM billing_ledgerentry
-     WHERE entry_date <= %(as_of)s AND kind IN ('payment', 'void', 'surcharge', 'surcharge_void')
-     GROUP BY parcel_id
-), chain AS (
-    SELECT c.parcel_id, c.kind, c.fiscal_year_id, c.number, c.principal, c.last_day_to_pay, c.accrues_surcharge,
-           SUM(c.principal) OVER (PARTITION BY c.parcel_id ORDER BY c.due_date, c.id) - c.principal AS before
+WITH base (due_date, stored, last_day) AS (
+    SELECT * FROM unnest(%(dues)s::date[], %(stored)s::date[], %(last_days)s::date[])
+), lowered AS (
+    SELECT charge_id, SUM(amount) AS amount FROM billing_principaladjustment
+     WHERE entry_date <= %(as_of)s GROUP BY charge_id
+), moved AS (
+    SELECT charge_id, MAX(last_day) AS last_day FROM billing_lastdaymove
+     WHERE entry_date <= %(as_of)s GROUP BY charge_id
+), paid AS (
+    SELECT charge_id, SUM(principal) AS principal FROM (
+        SELECT a.charge_id, a.principal
+          FROM billing_paymentallocation a
+          JOIN billing_payment p ON p.id = a.payment_id
+          LEFT JOIN billing_paymentvoid v ON v.payment_id = p.id
+         WHERE a.charge_id IS NOT NULL AND a.principal <> 0 AND p.paid_on <= %(as_of)s
+           AND (v.voided_on IS NULL OR v.voided_on > %(as_of)s)
+        UNION ALL
+        SELECT charge_id, principal FROM billing_creditapplication WHERE entry_date <= %(as_of)s AND principal <> 0
+        UNION ALL
+        SELECT charge_id, -principal FROM billing_giveback WHERE entry_date <= %(as_of)s AND principal <> 0
+    ) entries GROUP BY charge_id
+), figures AS (
+    SELECT c.parcel_id, c.fiscal_year_id, c.number,
+           c.principal - COALESCE(lowered.amount, 0) AS billed,
+           COALESCE(paid.principal, 0) AS collected,
+           c.accrues_surcharge AND GREATEST(COALESCE(base.last_day, c.last_day_to_pay), moved.last_day) < %(as_of)s AS late
       FROM billing_charge c
-), applied AS (
-    SELECT chain.*, LEAST(chain.principal, GREATEST(COALESCE(paid.principal_paid, 0) - chain.before, 0)) AS collected
-      FROM chain LEFT JOIN paid ON paid.parcel_id = chain.parcel_id
+      LEFT JOIN base ON base.due_date = c.due_date AND base.stored = c.last_day_to_pay
+      LEFT JOIN lowered ON lowered.charge_id = c.id
+      LEFT JOIN moved ON moved.charge_id = c.id
+      LEFT JOIN paid ON paid.charge_id = c.id
+     WHERE c.kind = ANY(%(kinds)s)
 )
-SELECT fy.label, applied.number, SUM(applied.principal), SUM(applied.collected),
-       SUM(CASE WHEN applied.accrues_surcharge AND applied.last_day_to_pay < %(as_of)s
-                THEN applied.principal - applied.collected ELSE 0 END),
-       COUNT(DISTINCT CASE WHEN applied.accrues_surcharge AND applied.last_day_to_pay < %(as_of)s
-                            AND applied.principal > applied.collected THEN applied.parcel_id END)
-  FROM applied JOIN levy_fiscalyear fy ON fy.id = applied.fiscal_year_id
- WHERE applied.kind = ANY(%(kinds)s)
- GROUP BY fy.label, fy.start, applied.number
- ORDER BY fy.start, applied.number NULLS LAST
+SELECT fy.label, figures.number, SUM(figures.billed), SUM(figures.collected),
+       SUM(CASE WHEN figures.late AND figures.billed > figures.collected THEN figures.billed - figures.collected ELSE 0 END),
+       COUNT(DISTINCT CASE WHEN figures.late AND figures.billed > figures.collected THEN figures.parcel_id END)
+  FROM figures JOIN levy_fiscalyear fy ON fy.id = figures.fiscal_year_id
+ GROUP BY fy.label, fy.start, figures.number
+ ORDER BY fy.start, figures.number NULLS LAST
 """
+LAST_DAY_PAIRS_SQL = "SELECT DISTINCT due_date, last_day_to_pay FROM billing_charge WHERE kind = ANY(%(kinds)s)"
 
 
 def _charge_figures(as_of: date) -> list[SemesterRow]:
     with connection.cursor() as cursor:
-        cursor.execute(CHARGE_FIGURES_SQL, {"as_of": as_of, "kinds": list(LEVY_KINDS)})
+        cursor.execute(LAST_DAY_PAIRS_SQL, {"kinds": list(LEVY_KINDS)})
+        last_days = accounts.charge_last_days(cursor.fetchall())
+        cursor.execute(CHARGE_FIGURES_SQL, {
+            "as_of": as_of, "kinds": list(LEVY_KINDS), "dues": [due for due, _stored in last_days],
+            "stored": [stored for _due, stored in last_days], "last_days": list(last_days.values()),
+        })
         return [
             SemesterRow(fiscal_year=label, number=number, billed=billed or ZERO, collected=collected or ZERO,
                         delinquent=delinquent or ZERO, delinquent_parcels=parcels)
@@ -116,20 +155,26 @@ def _charge_figures(as_of: date) -> list[SemesterRow]:
         ]
 
 
+# ¶12: the ledger's surcharge entries, each one-sided: surcharge a payment settled (debit) and its
+# reversal by a void (credit); surcharge paid with *crédito aplicado* (debit) and surcharge given
+# back after a lowering or a closure (credit). Their debits less credits is the surcharge paid.
+SURCHARGE_KINDS = (LedgerEntry.Kind.SURCHARGE, LedgerEntry.Kind.SURCHARGE_VOID, LedgerEntry.Kind.CREDIT_APPLIED,
+                   LedgerEntry.Kind.GIVE_BACK)
+
+
 def _surcharges_by_semester(as_of: date) -> dict[tuple[str, int], Decimal]:
-    """Realized surcharges less reversed ones, by the semester of the payment (or reversal) date."""
+    """Surcharge paid (realized, less reversed and given back, plus paid with credit), by the
+    semester of each entry's date."""
     money = DecimalField(max_digits=14, decimal_places=2)
     rows = (
-        LedgerEntry.objects.filter(entry_date__lte=as_of, kind__in=[LedgerEntry.Kind.SURCHARGE, LedgerEntry.Kind.SURCHARGE_VOID])
+        LedgerEntry.objects.filter(entry_date__lte=as_of, kind__in=SURCHARGE_KINDS)
         .annotate(month=ExtractMonth("entry_date"), year=ExtractYear("entry_date"))
         .annotate(
             start_year=Case(When(month__gte=7, then=F("year")), default=F("year") - 1, output_field=IntegerField()),
             half=Case(When(month__gte=7, then=Value(1)), default=Value(2), output_field=IntegerField()),
         )
         .values("start_year", "half")
-        .annotate(total=Sum(Case(
-            When(kind=LedgerEntry.Kind.SURCHARGE, then=F("debit")), default=-F("credit"), output_field=money,
-        )))
+        .annotate(total=Sum(F("debit") - F("credit"), output_field=money))
         .order_by()
     )
     return {(fiscal_year_label(row["start_year"]), row["half"]): row["total"] or ZERO for row in rows}
@@ -137,7 +182,7 @@ def _surcharges_by_semester(as_of: date) -> dict[tuple[str, int], Decimal]:
 
 def dashboard(*, as_of: date) -> Dashboard:
     """Billed, collected, delinquent and surcharges collected by semester, and the ¶1(2)/¶2 split
-    of the collected principal per fiscal year. Three queries whatever the size of the district."""
+    of the collected principal per fiscal year. At most six queries whatever the size of the district."""
     rows = {(row.fiscal_year, row.number): row for row in _charge_figures(as_of)}
     for (label, half), amount in _surcharges_by_semester(as_of).items():
         rows.setdefault((label, half), SemesterRow(fiscal_year=label, number=half)).surcharges = amount
