@@ -8,9 +8,11 @@ from datetime import date, timedelta
 from typing import Any
 
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
+from levy.models import LegalParameterSet
 from parcels.models import Parcel
 from parcels.officers import OfficerSignatureMissing, officer_signature
 from parcels.roles import COLLECTOR, HACIENDA, SUPERVISOR, has_role
@@ -44,10 +46,13 @@ def office_closure_record(*, acting_user: Any, day: date, reason: str) -> tuple[
     if not has_role(acting_user, HACIENDA):
         raise BillingError(_("Solo Hacienda registra los cierres de oficina."))
     today = timezone.localdate()
-    # A last day moves at most past a run of closed days: the charges whose stored day is near.
-    near = Charge.objects.filter(last_day_to_pay__lte=day, last_day_to_pay__gte=day - timedelta(days=20)).exclude(
-        kind=Charge.Kind.REFUND
-    )
+    # A last day moves at most past a run of closed days: the charges whose stored day is near,
+    # and those whose due date plus the grace days of some row is near (a row in force on the due
+    # date that gives more days moves the last day later when the account is read).
+    window = Q(last_day_to_pay__gte=day - timedelta(days=20))
+    for grace in set(LegalParameterSet.objects.values_list("grace_days", flat=True)):
+        window |= Q(due_date__range=(day - timedelta(days=20 + grace), day - timedelta(days=grace)))
+    near = Charge.objects.filter(window, last_day_to_pay__lte=day).exclude(kind=Charge.Kind.REFUND)
     parcels = Parcel.objects.filter(pk__in=near.values("parcel_id"))
     before = parcel_records(parcels=parcels)
     closure = OfficeClosure(day=day, reason=reason.strip(), created_by=acting_user)

@@ -4,8 +4,9 @@ no credits): the ledger is the one truth, the statement equals it, receipts neve
 
 from __future__ import annotations
 
-from datetime import date
+from datetime import date, datetime
 from decimal import Decimal
+from zoneinfo import ZoneInfo
 
 import pytest
 from django.utils import timezone
@@ -14,10 +15,10 @@ from billing import accounts, books
 from billing.models import Charge, CreditApplication, GiveBack, LastDayMove, PrincipalAdjustment, Receipt
 from billing.services import collection, corrections, counter
 from levy.models import RollCorrection, RollLine
-from levy.services import LevyError
+from levy.services import LevyError, legal_parameters_add
 from parcels.models import Parcel
 from tests.billing.test_delinquency import billing_cmd_levy
-from tests.clock import on_day
+from tests.clock import move_clock_to, on_day
 
 D = Decimal
 
@@ -159,11 +160,6 @@ def test_a_void_is_not_refused_for_what_moved_money_the_same_day_before_the_paym
     """Seen in the browser: P1 lowered by 100.00 in the morning of 2026-11-16 (July paid 9,180.00 in
     July, so 50.00 of it became a crédito aplicado to January, dated that day); a payment at noon on
     the same day can still be voided: the morning's entry moved none of its money."""
-    from datetime import datetime
-    from zoneinfo import ZoneInfo
-
-    from tests.clock import move_clock_to
-
     p1 = Parcel.objects.get(parcel_id="P1")
     move_clock_to(monkeypatch, datetime(2026, 7, 10, 10, tzinfo=ZoneInfo("America/Puerto_Rico")))
     counter.payment_record(acting_user=staff["collector"], parcel=p1, amount=D("9180.00"), paid_on=date(2026, 7, 10))
@@ -177,4 +173,47 @@ def test_a_void_is_not_refused_for_what_moved_money_the_same_day_before_the_paym
                                 voided_on=date(2026, 11, 16))
     assert void.payment_id == noon.payment_id
     assert ledger_equals_statement("P1", date(2026, 11, 16)) == D("9080.00")  # 18,260.00 − 9,180.00 paid
+
+def test_a_closure_on_a_last_day_that_more_grace_days_moved_gives_back_its_surcharge(district_1, staff, monkeypatch):
+    """Found by test_ledger_sequences: the closure looked only at charges whose *stored* last day
+    was near it, so a January half whose last day a 120-day row had moved (2027-03-02 stored,
+    2027-05-01 read) was skipped: no move recorded, and the surcharge paid for a period that the
+    closure says never began stayed on the charge (its balance −34.65) instead of being given back."""
+
+    def on(day: date) -> None:
+        move_clock_to(monkeypatch, datetime(day.year, day.month, day.day, 10, tzinfo=ZoneInfo("America/Puerto_Rico")))
+
+    p4 = Parcel.objects.get(parcel_id="P4")
+    january = Charge.objects.get(parcel=p4, number=2, kind=Charge.Kind.INSTALLMENT)
+    assert january.last_day_to_pay == date(2027, 3, 2)  # due Jan 1 + 60 days
+    on(date(2026, 12, 1))
+    legal_parameters_add(acting_user=staff["hacienda"], effective_from=date(2027, 1, 1), changes={"grace_days": 120},
+                         reason="Reforma: 120 días para pagar")
+    on(date(2027, 5, 3))
+    # Jan 1 + 120 days = Saturday May 1 (Saturdays do not move it): delinquent from May 2.
+    # July half: 9 periods (Sep 1 … May 1) × ½% × 6,930.90 = 311.8905 → 311.89; January half: 1
+    # period (May 2) × ½% × 6,930.90 = 34.6545 → 34.65; 2 × 6,930.90 + 311.89 + 34.65 = 14,208.34.
+    receipt = counter.payment_record(acting_user=staff["collector"], parcel=p4, amount=D("14208.34"), paid_on=date(2027, 5, 3))
+    rows = sorted((a.charge.number, a.surcharge.amount, a.principal.amount) for a in receipt.payment.allocations.all())
+    assert rows == [(1, D("311.89"), D("6930.90")), (2, D("34.65"), D("6930.90"))]
+    printed = Receipt.objects.get(pk=receipt.pk).snapshot
+    on(date(2027, 5, 10))
+    closure, moved = collection.office_closure_record(acting_user=staff["hacienda"], day=date(2027, 5, 1), reason="Huracán")
+    assert moved == 5  # every parcel's January half had its last day on May 1
+    move = LastDayMove.objects.get(charge=january)
+    assert (move.last_day, move.closure_id, move.entry_date) == (date(2027, 5, 3), closure.pk, date(2027, 5, 10))  # May 2 is a Sunday
+    # Delinquent from May 4 now: the payment of May 3 was on time, its 34.65 of surcharge is given
+    # back; every charge is paid, so it stays as credit (refundable).
+    (back,) = GiveBack.objects.all()
+    assert (back.charge_id, back.surcharge.amount, back.principal.amount) == (january.pk, D("34.65"), D("0.00"))
+    assert not CreditApplication.objects.exists()
+    state = accounts.statement(parcel=p4, as_of=date(2027, 5, 10))
+    first, second = state.lines
+    assert (first.surcharge, first.balance) == (D("311.89"), D("0.00"))
+    assert (second.last_day_to_pay, second.surcharge, second.paid, second.balance) == (
+        date(2027, 5, 3), D("0.00"), D("6930.90"), D("0.00"))
+    assert state.credit_balance == D("34.65")
+    # 13,861.80 − 14,208.34 + 311.89 + 34.65 (receipt surcharge) − 34.65 (given back) = −34.65
+    assert ledger_equals_statement("P4", date(2027, 5, 10)) == D("-34.65")
+    assert Receipt.objects.get(pk=receipt.pk).snapshot == printed
     assert books.verify() == []
