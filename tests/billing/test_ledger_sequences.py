@@ -17,12 +17,13 @@ roll is finalized at its own point in the sequence). After every step:
 
 A service may refuse a step (a void whose money a later entry moved, a correction past the roll
 line's limits, a parameter row on a taken date): then nothing is written. At the end of a sequence
-the statement of every day it visited still equals the ledger.
+the statements of earlier days it visited still equal the ledger.
 
 Time only moves forward; each step happens "today" (``tests.clock``), payments by a collector on
-that day. Each example runs inside a savepoint that is rolled back at its end. The sequences found
-that a closure skipped a last day a row with more grace days had moved
-(``test_ledger_findings.test_a_closure_on_a_last_day_that_more_grace_days_moved_gives_back_its_surcharge``).
+that day. Each example runs inside a savepoint that is rolled back at its end. Its "no surcharge
+paid beyond what accrued" check is the one a closure broke when it skipped a last day that a row
+with more grace days had moved (found while writing this test, by reading the closure; the random
+walks rarely reach it: ``test_ledger_findings.test_a_closure_on_a_last_day_that_more_grace_days_moved_gives_back_its_surcharge``).
 """
 
 from __future__ import annotations
@@ -345,7 +346,7 @@ GAPS = st.one_of(st.just(0), st.integers(min_value=1, max_value=30), st.integers
 
 
 @pytest.mark.django_db
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(data=st.data())
 def test_random_sequences_keep_the_statement_equal_to_the_ledger(two_years, staff, monkeypatch, data):
     world = Walk(staff=staff, parcels=two_years, monkeypatch=monkeypatch)
@@ -364,8 +365,8 @@ def test_random_sequences_keep_the_statement_equal_to_the_ledger(two_years, staf
             world.move_to(day)
             STEPS[data.draw(KINDS, label="step")](world, data)
             world.check()
-        # The statement of every earlier day of the sequence (and of its horizon) still equals the
-        # ledger: what was recorded later never reached back.
-        for day in sorted({*world.days, LAST_DAY}):
+        # The statement of earlier days of the sequence (its first, one drawn, and its horizon)
+        # still equals the ledger: what was recorded later never reached back.
+        for day in sorted({world.days[0], data.draw(st.sampled_from(world.days), label="day read again"), LAST_DAY}):
             assert_statements_are_the_ledger(world.parcels.values(), day, today=False)
         transaction.set_rollback(True)
