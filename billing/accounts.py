@@ -19,8 +19,8 @@ from django.db import connection
 from django.db.models import F, Sum
 from django.utils.translation import gettext as _
 
-from levy.models import LegalParameterSet, RollCorrection
-from levy.rules import fiscal_year_label
+from levy.models import LegalParameterSet, RollCorrection, RollLine
+from levy.rules import fiscal_year_label, installments
 from parcels.models import Parcel
 from parcels.search import one_by_code
 
@@ -111,6 +111,37 @@ def charge_last_days(charges: Iterable[tuple[date, date]]) -> dict[tuple[date, d
         day = max(stored, due + timedelta(days=params.grace_days))
         found[(due, stored)] = rules.next_open_day(day=day, closed_days=closed, params=params)
     return found
+
+
+# --- A final roll line as corrected -----------------------------------------------------------
+
+
+def earlier_corrections(corrections: Iterable[RollCorrection]) -> list[rules.EarlierCorrection]:
+    """¶9: stored roll corrections, oldest first, as ``rules.line_standing`` and ``correction_plan`` read them."""
+    return [rules.EarlierCorrection(charge_delta=c.om_charge_delta.amount, credit_delta=c.credit_delta.amount,
+                                    credit_percent=c.credit_percent) for c in corrections]
+
+
+@dataclass(frozen=True)
+class CorrectedLine:
+    """¶9, ¶11: what a receipt or bill states as the year's levy and credit: the line as it stands
+    (``rules.line_standing``), the net split again by ¶12, and ``corrections``, their numbers in the
+    roll (none for a line as finalized)."""
+
+    standing: rules.LineStanding
+    first_installment: Decimal  # ¶12: July carries the odd cent
+    second_installment: Decimal
+    corrections: tuple[int, ...]
+
+
+def line_as_corrected(line: RollLine) -> CorrectedLine:
+    """¶9: a final roll line with every correction recorded so far (the roll itself never changes)."""
+    mine = list(RollCorrection.objects.numbered().filter(roll_line=line).order_by("pk"))
+    standing = rules.line_standing(roll_charge=line.om_charge, roll_credit=line.credit, roll_credit_percent=line.credit_percent,
+                                   earlier=earlier_corrections(mine))
+    first, second = installments(net=standing.net) if mine else (line.first_installment, line.second_installment)
+    return CorrectedLine(standing=standing, first_installment=first, second_installment=second,
+                         corrections=tuple(c.number for c in mine))
 
 
 # --- The account ------------------------------------------------------------------------------

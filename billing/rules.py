@@ -710,6 +710,26 @@ class EarlierCorrection:
 
 
 @dataclass(frozen=True)
+class LineStanding:
+    """¶7, ¶9: a final roll line's figures counting its corrections (the roll itself never changes)."""
+
+    charge: Decimal
+    credit: Decimal
+    credit_percent: Decimal
+    net: Decimal
+
+
+def line_standing(*, roll_charge: Decimal, roll_credit: Decimal, roll_credit_percent: Decimal,
+                  earlier: Sequence[EarlierCorrection]) -> LineStanding:
+    """¶7, ¶9, ¶11: the line as it stands: the roll's charge and credit plus every correction's
+    deltas, with the sec. 372 percentage the newest correction that recorded one set."""
+    charge = roll_charge + sum((c.charge_delta for c in earlier), ZERO)
+    credit = roll_credit + sum((c.credit_delta for c in earlier), ZERO)
+    percent = next((c.credit_percent for c in reversed(earlier) if c.credit_percent is not None), roll_credit_percent)
+    return LineStanding(charge=charge, credit=credit, credit_percent=percent, net=charge - credit)
+
+
+@dataclass(frozen=True)
 class HalfStanding:
     """¶12: one half of the line as it stands before the correction.
 
@@ -842,13 +862,9 @@ def correction_plan(
     """
     from levy.rules import installments
 
-    old_charge = roll_charge + sum((c.charge_delta for c in earlier), ZERO)
-    old_credit = roll_credit + sum((c.credit_delta for c in earlier), ZERO)
-    old_percent = roll_credit_percent
-    for c in earlier:
-        if c.credit_percent is not None:
-            old_percent = c.credit_percent
-    old_net = old_charge - old_credit
+    standing = line_standing(roll_charge=roll_charge, roll_credit=roll_credit, roll_credit_percent=roll_credit_percent,
+                             earlier=earlier)
+    old_charge, old_credit, old_percent, old_net = standing.charge, standing.credit, standing.credit_percent, standing.net
 
     def refuse(reason: str, limit: Decimal | date | None, message: str) -> CorrectionRefused:
         return CorrectionRefused(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import date
 from decimal import Decimal
 from typing import Any
@@ -10,9 +9,8 @@ from typing import Any
 from django.db.models import Count, DecimalField, F, Prefetch, Q, QuerySet, Sum, Value
 from django.db.models.functions import Coalesce
 
-from . import rules
 from .filters import RollFilter
-from .models import Estimate, FiscalYear, LegalParameterSet, Levy, RollCorrection, RollLine
+from .models import Estimate, FiscalYear, LegalParameterSet, Levy, RollLine
 
 ZERO = Decimal("0")
 # The sums shown under the roll and checked by the reconciliation panel (¶9, ¶12).
@@ -87,33 +85,3 @@ def final_roll_nets(*, start: date) -> dict[str, tuple[Decimal, Decimal]] | None
         return None
     rows = RollLine.objects.filter(levy=levy).values_list("parcel_code", "om_charge", "net")
     return {code: (charge, net) for code, charge, net in rows.iterator(chunk_size=10000)}
-
-
-# --- A roll line as corrected ----------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class CorrectedLine:
-    """¶9, ¶11: a final roll line's figures with every correction recorded so far (the roll itself
-    never changes); ``corrections`` are their numbers in the roll, none for a line as finalized."""
-
-    om_charge: Decimal
-    credit_percent: Decimal
-    credit: Decimal
-    net: Decimal
-    corrections: tuple[int, ...]
-    first_installment: Decimal  # ¶12: the net split again, July carrying the odd cent
-    second_installment: Decimal
-
-
-def line_as_corrected(line: RollLine) -> CorrectedLine:
-    """¶9: what a receipt or bill states as the year's levy and credit: the line plus its corrections'
-    deltas, the credit percentage the newest one recorded (sec. 372), and the net split again by ¶12."""
-    mine = list(RollCorrection.objects.numbered().filter(roll_line=line).order_by("pk"))
-    om_charge = line.om_charge + sum((c.om_charge_delta.amount for c in mine), ZERO)
-    credit = line.credit + sum((c.credit_delta.amount for c in mine), ZERO)
-    net = line.net + sum((c.net_delta.amount for c in mine), ZERO)
-    percent = next((c.credit_percent for c in reversed(mine) if c.credit_percent is not None), line.credit_percent)
-    first, second = rules.installments(net=net) if mine else (line.first_installment, line.second_installment)
-    return CorrectedLine(om_charge=om_charge, credit_percent=percent, credit=credit, net=net, first_installment=first,
-                         second_installment=second, corrections=tuple(c.number for c in mine))

@@ -18,13 +18,12 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from levy.models import FiscalYear, Levy, RollLine
-from levy.selectors import line_as_corrected
 from parcels.jobs import JobBusy, job_defer
 from parcels.models import Job, Parcel
 from parcels.roles import COLLECTOR, HACIENDA, LANDOWNER, SUPERVISOR, has_role
 
 from .. import chain, documents, rules
-from ..accounts import account_states, charge_key, delinquency_parameters, parcel_by_code
+from ..accounts import account_states, charge_key, delinquency_parameters, line_as_corrected, parcel_by_code
 from ..errors import BillingError
 from ..models import Bill, BillBatch, Charge, DocumentSeries, IssuedDocument, Office, charge_names
 from ..snapshots import BillOffice, BillOwedLine, BillSnapshot
@@ -147,7 +146,8 @@ def bill_snapshot(*, charge: Charge, issued_on: date, facts: AccountFacts | None
         parcel_id=parcel.parcel_id, owner_name=parcel.owner.name, owner_key=parcel.owner.owner_key,
         gravity_acres=line.gravity_acres, pumped_acres=line.pumped_acres, equivalent_acres=line.equivalent_acres,
         fiscal_year=charge.fiscal_year.label, number=charge.number, description=charge.description,
-        om_charge=corrected.om_charge, credit_percent=corrected.credit_percent, credit=corrected.credit, net=corrected.net,
+        om_charge=corrected.standing.charge, credit_percent=corrected.standing.credit_percent,
+        credit=corrected.standing.credit, net=corrected.standing.net,
         first_installment=corrected.first_installment, second_installment=corrected.second_installment,
         corrections=corrected.corrections, principal=state.principal, due_date=state.due,
         last_day_to_pay=state.last_day, as_of=issued_on, surcharge=state.surcharge,

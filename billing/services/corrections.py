@@ -25,7 +25,7 @@ from parcels.models import Parcel
 from parcels.roles import HACIENDA
 
 from .. import chain, rules
-from ..accounts import due_and_last_day, parcel_records
+from ..accounts import due_and_last_day, earlier_corrections, parcel_records
 from ..models import (
     Charge,
     CorrectionCharge,
@@ -119,11 +119,7 @@ def correction_plan_for(
     credit_percent: Decimal | None = None, due_date: date | None = None,
 ) -> rules.CorrectionPlan:
     """¶7, ¶9, ¶11, ¶12: the plan of a correction of ``roll_line`` (raises ``CorrectionRefused``)."""
-    earlier = [
-        rules.EarlierCorrection(charge_delta=c.om_charge_delta.amount, credit_delta=c.credit_delta.amount,
-                                credit_percent=c.credit_percent)
-        for c in RollCorrection.objects.filter(roll_line=roll_line).order_by("pk")
-    ]
+    earlier = earlier_corrections(RollCorrection.objects.filter(roll_line=roll_line).order_by("pk"))
     return rules.correction_plan(
         roll_charge=roll_line.om_charge, roll_credit=roll_line.credit, roll_credit_percent=roll_line.credit_percent,
         earlier=earlier, halves=_halves(roll_line), fiscal_year_start=roll_line.levy.fiscal_year.start, made_on=made_on,

@@ -15,12 +15,11 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_noop  # ledger and charge descriptions: stored in Spanish, whatever the session
 
 from levy.rules import CENT
-from levy.selectors import line_as_corrected
 from parcels.models import Parcel
 from parcels.roles import COLLECTOR, SUPERVISOR, has_role
 
 from .. import chain, documents, rules
-from ..accounts import Account, account_state, delinquency_parameters, fiscal_year_of, payment_key
+from ..accounts import Account, account_state, delinquency_parameters, fiscal_year_of, line_as_corrected, payment_key
 from ..errors import BillingError
 from ..models import (
     Charge,
@@ -222,8 +221,9 @@ def _receipt_issue(*, payment: Payment, office: Office, account: Account, applic
         line = line_as_corrected(charge.roll_line) if charge.roll_line else None
         lines.append(ReceiptApplication(
             description=charge.description, fiscal_year=charge.fiscal_year.label, number=charge.number, kind=charge.kind,
-            om_charge=line.om_charge if line else None, credit_percent=line.credit_percent if line else None,
-            credit=line.credit if line else None, net=line.net if line else None, corrections=line.corrections if line else (),
+            om_charge=line.standing.charge if line else None, credit_percent=line.standing.credit_percent if line else None,
+            credit=line.standing.credit if line else None, net=line.standing.net if line else None,
+            corrections=line.corrections if line else (),
             principal=state.principal, due_date=state.due, last_day_to_pay=state.last_day, surcharge=application.surcharge,
             surcharge_basis=surcharge_explanation(state, rate), principal_paid=application.principal,
             balance_after=state.balance, surcharge_runs=tuple(tuple(run) for run in surcharge_runs(state, rate)),

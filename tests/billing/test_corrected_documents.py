@@ -11,10 +11,10 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from billing.accounts import line_as_corrected
 from billing.models import Charge, IssuedDocument
 from billing.services import bills, corrections, counter
 from levy.models import RollLine
-from levy.selectors import line_as_corrected
 from parcels.models import Parcel
 from tests.billing.test_bill_total import text_of
 from tests.billing.test_documents import flat
@@ -36,7 +36,7 @@ def corrected_p1(district_1, staff):
 @pytest.mark.django_db
 def test_the_line_as_corrected_adds_every_correction_and_splits_the_net_again(corrected_p1):
     corrected = line_as_corrected(corrected_p1)
-    assert (corrected.om_charge, corrected.credit, corrected.net) == (D("18860.01"), D("0.00"), D("18860.01"))
+    assert (corrected.standing.charge, corrected.standing.credit, corrected.standing.net) == (D("18860.01"), D("0.00"), D("18860.01"))
     assert (corrected.first_installment, corrected.second_installment, corrected.corrections) == (D("9430.01"), D("9430.00"), (1, 2))
     assert (corrected_p1.om_charge, corrected_p1.net) == (D("18360.00"), D("18360.00"))  # the roll stays as finalized
 
