@@ -668,7 +668,8 @@ class CorrectionRefused(BillingRuleError):
 
     ``reason`` is one of ``REFUSALS``; ``current_charge``, ``current_credit`` and ``current_net``
     are the line's figures counting every earlier correction; ``limit`` is the bound the correction
-    would cross (an amount, or for ``due_too_early`` the earliest due date allowed). The English
+    would cross (an amount, for ``due_too_early`` the earliest due date allowed, for
+    ``nothing_changes`` and ``credit_without_percent`` the line's sec. 372 percentage). The English
     ``str()`` is for logs; the service words it in Spanish from the fields.
     """
 
@@ -847,9 +848,13 @@ def correction_plan(
     The line's figures are the roll's plus every earlier correction. Deltas are whole cents
     (sub-cent refused, never rounded). The credit follows the charge (¶7): a charge delta alone
     moves the credit to ``credit% × corrected charge`` half-up; a new sec. 372 ``credit_percent``
-    without a credit delta does the same with the new percentage; ``credit_delta`` moves the credit
-    on its own only with a new ``credit_percent``. Refused (:class:`CorrectionRefused`) when the
-    corrected charge is below 0, the credit below 0 or above the charge, or the net below 0.
+    without a credit delta (or with a credit delta of 0) moves it to ``round(new percent ×
+    corrected charge)`` and the halves are split again; ``credit_delta`` moves the credit on its
+    own only with a ``credit_percent`` that differs from the line's. A ``credit_percent`` equal to
+    the line's records nothing, so alone it is refused like a correction with nothing in it
+    (``nothing_changes``; ``limit`` is then the line's percentage, as for
+    ``credit_without_percent``). Refused (:class:`CorrectionRefused`) when the corrected charge
+    is below 0, the credit below 0 or above the charge, or the net below 0.
 
     The corrected net is split again (``levy.rules.installments``: second = floor(net/2), July the
     odd cent) and each half changes by the difference. A rise is a new correction charge due on
@@ -881,10 +886,18 @@ def correction_plan(
             raise refuse(REFUSE_SUB_CENT, None, str(error)) from None
     if credit_percent is not None and (not _is_decimal(credit_percent) or not 0 <= credit_percent <= HUNDRED):
         raise refuse(REFUSE_PERCENT, HUNDRED, f"the sec. 372 percentage must be from 0 to 100, got {credit_percent!r}")
+    # A zero credit delta is no credit delta (the command and the page send 0 when none is given):
+    # the credit follows the charge and the percentage. The line's own percentage again is no new
+    # percentage: it records nothing.
+    if credit_delta is not None and credit_delta == 0:
+        credit_delta = None
+    if credit_percent is not None and credit_percent == old_percent:
+        credit_percent = None
     if credit_delta is not None and credit_percent is None:
         raise refuse(
-            REFUSE_CREDIT_WITHOUT_PERCENT, None,
-            "a credit delta changes the credit on its own only with a new sec. 372 percentage recorded",
+            REFUSE_CREDIT_WITHOUT_PERCENT, old_percent,
+            "a credit delta is accepted only with a sec. 372 percentage that differs from the line's "
+            f"({old_percent} %)",
         )
 
     new_charge = old_charge + charge_delta
@@ -893,7 +906,8 @@ def correction_plan(
     new_credit = credit_for(charge=new_charge, percent=new_percent) if follows else old_credit + credit_delta
     new_net = new_charge - new_credit
     if charge_delta == 0 and credit_delta is None and credit_percent is None:
-        raise refuse(REFUSE_NOTHING, None, "the correction changes nothing")
+        raise refuse(REFUSE_NOTHING, old_percent,
+                     f"the correction changes nothing (the line's sec. 372 percentage is {old_percent} %)")
     if new_charge < 0:
         raise refuse(REFUSE_CHARGE_NEGATIVE, -old_charge,
                      f"the O&M charge would be {new_charge}; the charge delta may not be below {-old_charge}")

@@ -131,9 +131,12 @@ class CorrectionForm(forms.Form):
                                          help_text=_("Positivo si se debe más; negativo si se debe menos."))
     credit_delta = forms.DecimalField(label=_("Cambio en el crédito por derechos de agua cedidos (¶7)"), max_digits=14,
                                       decimal_places=2, initial=0,
-                                      help_text=_("Solo con un nuevo por ciento de la sec. 372; si no, el crédito sigue al cargo."))
+                                      help_text=_("Solo con un por ciento de la sec. 372 distinto del que el renglón ya "
+                                                  "tiene; en 0, el crédito sigue al cargo y al por ciento."))
     credit_percent = forms.DecimalField(label=_("Nuevo por ciento de crédito (sec. 372)"), max_digits=5, decimal_places=2,
-                                        required=False, min_value=0, max_value=100)
+                                        required=False, min_value=0, max_value=100,
+                                        help_text=_("Sin cambio en el crédito, el crédito pasa a ser este por ciento del "
+                                                    "cargo corregido y los plazos se dividen de nuevo (¶7, ¶12)."))
     reason = forms.CharField(label=_("Razón"), widget=forms.Textarea(attrs={"rows": 2}))
     due_date = forms.DateField(label=_("Vence"), widget=DateInput(), required=False,
                                help_text=_("Opcional: una fecha posterior a la que dicta la regla, nunca anterior."))

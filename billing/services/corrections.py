@@ -44,6 +44,12 @@ def _money(value: Decimal) -> str:
     return f"-${-value:,.2f}" if value < 0 else f"${value:,.2f}"
 
 
+def _percent(value: Decimal) -> str:
+    """A sec. 372 percentage as the roll prints it: 12.5 for 12.50, 10 for 10.00."""
+    text = f"{value:f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
 def refusal_message(refused: rules.CorrectionRefused) -> str:
     """¶9, ¶11: why a correction is refused, in Spanish, with the line's figures and the limit."""
     figures = _("el renglón tiene ahora cargo de O&M %(c)s, crédito %(k)s y neto %(n)s") % {
@@ -54,7 +60,8 @@ def refusal_message(refused: rules.CorrectionRefused) -> str:
     if reason == rules.REFUSE_SUB_CENT:
         text = _("Los cambios se expresan en centavos enteros; no se redondean.")
     elif reason == rules.REFUSE_NOTHING:
-        text = _("Una corrección debe cambiar el cargo o el crédito.")
+        text = _("Una corrección debe cambiar el cargo, el crédito o el por ciento de la sec. 372 (el renglón ya "
+                 "tiene %(p)s %%).") % {"p": _percent(limit)}
     elif reason == rules.REFUSE_CHARGE_NEGATIVE:
         text = _("El cargo de O&M quedaría bajo cero: el cambio no puede ser menor que %(l)s.") % {"l": _money(limit)}
     elif reason == rules.REFUSE_CREDIT_NEGATIVE:
@@ -65,8 +72,8 @@ def refusal_message(refused: rules.CorrectionRefused) -> str:
     elif reason == rules.REFUSE_NET_NEGATIVE:
         text = _("El neto quedaría bajo cero.")
     elif reason == rules.REFUSE_CREDIT_WITHOUT_PERCENT:
-        text = _("El crédito sigue al cargo (¶7): un cambio del crédito por sí solo requiere un nuevo por ciento de "
-                 "la sec. 372.")
+        text = _("El crédito sigue al cargo (¶7): un cambio del crédito se acepta solo con un por ciento de la "
+                 "sec. 372 distinto del que el renglón ya tiene (%(p)s %%).") % {"p": _percent(limit)}
     elif reason == rules.REFUSE_PERCENT:
         text = _("El por ciento de la sec. 372 debe estar entre 0 y 100.")
     elif reason == rules.REFUSE_DUE_TOO_EARLY:
@@ -147,8 +154,9 @@ def roll_correction_create(
     """¶7, ¶9, ¶11, ¶12: a supplementary entry after finalization, referencing the line it corrects,
     posted on the parcel's account in the same transaction.
 
-    ``credit_delta`` 0 (or None) without ``credit_percent`` means the credit follows the charge
-    (¶7). ``due_date`` may set a later due date for the rises, never an earlier one. Refusals are
+    ``credit_delta`` 0 (or None) means the credit follows the charge and the sec. 372 percentage
+    (¶7): with a new ``credit_percent`` it becomes ``round(percent × corrected charge)``. A
+    ``credit_percent`` equal to the line's records nothing (``rules.correction_plan``). ``due_date`` may set a later due date for the rises, never an earlier one. Refusals are
     ``LevyError`` with the line's figures in Spanish."""
     require_role(acting_user, HACIENDA)
     if not roll_line.levy.is_final:
@@ -159,8 +167,6 @@ def roll_correction_create(
     om_delta = _decimal(om_charge_delta, what=_("el cargo de O&M")) or ZERO
     credit = _decimal(credit_delta, what=_("el crédito"))
     percent = _decimal(credit_percent, what=_("el por ciento de crédito"))
-    if credit == 0 and percent is None:
-        credit = None
     Parcel.objects.select_for_update().get(pk=roll_line.parcel_id)
     try:
         plan = correction_plan_for(roll_line=roll_line, made_on=on, om_charge_delta=om_delta, credit_delta=credit,
@@ -172,7 +178,7 @@ def roll_correction_create(
     rises = [action for half in plan.halves for action in half.actions if isinstance(action, rules.RaiseHalf)]
     correction = RollCorrection(
         roll_line=roll_line, om_charge_delta=plan.charge_delta, credit_delta=plan.credit_delta, net_delta=plan.net_delta,
-        credit_percent=percent, reason=reason.strip(), due_date=min((r.due for r in rises), default=on),
+        credit_percent=plan.new_credit_percent if plan.percent_recorded else None, reason=reason.strip(), due_date=min((r.due for r in rises), default=on),
         created_by=acting_user,
     )
     correction.full_clean()

@@ -44,10 +44,10 @@ def test_finding_1_a_correction_below_zero_or_a_credit_above_the_charge_is_refus
     assert code == 1
     assert "El cargo de O&M quedaría bajo cero: el cambio no puede ser menor que -$18,360.00." in err
     assert "cargo de O&M $18,360.00, crédito $0.00 y neto $18,360.00" in err
-    # the credit follows the charge (¶7): alone, a credit delta needs a new sec. 372 percentage
+    # the credit follows the charge (¶7): a credit delta needs a sec. 372 percentage other than the line's
     code, _out, err = billing_cmd_levy("correct", "--fiscal-year", "2026-2027", "--parcel", "P1",
                                        "--credit-delta", "5000.00", "--reason", "x", "--user", "hac")
-    assert code == 1 and "requiere un nuevo por ciento de la sec. 372" in err
+    assert code == 1 and "se acepta solo con un por ciento de la sec. 372 distinto del que el renglón ya tiene (0 %)" in err
     # at 100 % credit (credit 18,360.00 = the charge) 5,000.00 more credit would exceed the charge
     code, _out, err = billing_cmd_levy("correct", "--fiscal-year", "2026-2027", "--parcel", "P1", "--credit-percent", "100",
                                        "--credit-delta", "23360.00", "--reason", "x", "--user", "hac")

@@ -193,7 +193,7 @@ def test_finding_1_a_credit_above_a_full_credit_is_refused():
             fiscal_year_start=FY,
             made_on=date(2026, 10, 15),
             credit_delta=D("5000.00"),
-            credit_percent=D("100.00"),
+            credit_percent=D("90.00"),  # a credit delta needs a percentage other than the line's
         )
     assert refused.value.reason == REFUSE_CREDIT_ABOVE_CHARGE
     assert refused.value.limit == D("1000.00")
@@ -232,8 +232,10 @@ def test_the_latest_recorded_percentage_is_the_one_the_credit_follows():
     [
         ({"charge_delta": D("0.001")}, REFUSE_SUB_CENT),
         ({"charge_delta": D("-10.005")}, REFUSE_SUB_CENT),
-        ({"credit_delta": D("0.5"), "credit_percent": D("25.00")}, None),  # 0.5 is 0.50: whole cents
-        ({"credit_delta": D("0.505"), "credit_percent": D("25.00")}, REFUSE_SUB_CENT),
+        ({"credit_delta": D("0.5"), "credit_percent": D("26.00")}, None),  # 0.5 is 0.50: whole cents
+        ({"credit_delta": D("0.505"), "credit_percent": D("26.00")}, REFUSE_SUB_CENT),
+        ({"credit_delta": D("0.50"), "credit_percent": D("25")}, REFUSE_CREDIT_WITHOUT_PERCENT),  # the line's own
+        ({"credit_percent": D("25")}, REFUSE_NOTHING),  # the line's own percentage again
         ({"credit_percent": D("100.01")}, REFUSE_PERCENT),
         ({"credit_delta": D("-250.01"), "credit_percent": D("0")}, REFUSE_CREDIT_NEGATIVE),
         ({}, REFUSE_NOTHING),
@@ -287,7 +289,8 @@ def test_corrections_never_leave_a_line_outside_the_law(roll_charge, percent, st
                 **kwargs,
             )
         except CorrectionRefused as refused:
-            assert refused.reason in {REFUSE_CHARGE_NEGATIVE, REFUSE_CREDIT_ABOVE_CHARGE, REFUSE_NOTHING, REFUSE_CREDIT_NEGATIVE}
+            assert refused.reason in {REFUSE_CHARGE_NEGATIVE, REFUSE_CREDIT_ABOVE_CHARGE, REFUSE_NOTHING, REFUSE_CREDIT_NEGATIVE,
+                                      REFUSE_CREDIT_WITHOUT_PERCENT}  # a credit delta at the line's own percentage
             continue
         assert result.new_charge >= 0 and 0 <= result.new_credit <= result.new_charge and result.new_net >= 0
         assert (result.halves[0].new, result.halves[1].new) == installments(net=result.new_net)

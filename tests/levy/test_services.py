@@ -14,6 +14,7 @@ from django.db import DatabaseError, connection, transaction
 from billing.services.installments import roll_finalize
 from levy.models import Estimate, Levy, RollLine
 from levy.services import LevyError, estimate_certify, estimate_enter, levy_compute
+from tests.clock import on_day
 from tests.commands import run_command
 
 
@@ -210,7 +211,10 @@ def test_correction_page(client, example_1, officers):
     client.force_login(officers["hacienda"])
     bad = client.post(url, {"parcel_id": "NOPE", "om_charge_delta": "10", "credit_delta": "0", "reason": "x", "due_date": "2026-12-01"})
     assert "NOPE" in bad.content.decode() or "padrón" in bad.content.decode()
-    response = client.post(url, {"parcel_id": "p 3", "om_charge_delta": "10.00", "credit_delta": "0", "reason": "Área", "due_date": "2026-12-01"})
-    assert response.status_code == 302  # the number as typed: case and spaces do not matter
-    page = client.get(url).content.decode()
+    # made on 2026-11-01, so 2026-12-01 is a later due date, not an earlier one (¶9), whatever day the suite runs
+    with on_day(date(2026, 11, 1)):
+        response = client.post(url, {"parcel_id": "p 3", "om_charge_delta": "10.00", "credit_delta": "0", "reason": "Área",
+                                     "due_date": "2026-12-01"})
+        assert response.status_code == 302  # the number as typed: case and spaces do not matter
+        page = client.get(url).content.decode()
     assert '<th scope="row">1</th><td>P3</td><td class="num">$10.00</td>' in page  # numbered as the documents cite it

@@ -88,8 +88,10 @@ class Command(BaseCommand):
         correct.add_argument("--parcel", required=True)
         correct.add_argument("--om-charge-delta", default="0", help="change in the O&M charge (may be negative)")
         correct.add_argument("--credit-delta", default="0",
-                             help="change in the water-right credit (may be negative); only with --credit-percent (¶7)")
-        correct.add_argument("--credit-percent", default=None, help="a new sec. 372 percentage (0-100) for the line")
+                             help="change in the water-right credit (may be negative); only with a --credit-percent that "
+                                  "differs from the line's; 0: the credit follows the charge and the percentage (¶7)")
+        correct.add_argument("--credit-percent", default=None, help="a new sec. 372 percentage (0-100) for the line: the credit becomes "
+                                  "round(percent x corrected charge) and the halves are split again")
         correct.add_argument("--reason", required=True)
         correct.add_argument("--due", default=None,
                              help="a later due date for the rises, YYYY-MM-DD (never earlier than the rule's)")
