@@ -8,8 +8,8 @@ Design:
 - A ``Payment`` is money received at a *colecturía*; it is never edited or deleted. A bounced
   check is a ``PaymentVoid`` (a new dated reversing entry by a supervisor, with a reason).
 - Surcharges (*recargos*, ¶12) are not posted by a nightly job: they are computed as of a date
-  by replaying the account (``billing.rules.account_state``), so computing twice never charges
-  twice. When a payment settles surcharge, the ledger records that realized surcharge.
+  from the account's stored records (``billing.rules.ledger_state``), so computing twice never
+  charges twice. When a payment settles surcharge, the ledger records that realized surcharge.
 - ``LedgerEntry`` is the append-only account of each parcel (debit/credit, both positive:
   hordak's lesson on signed amounts); balances are sums, never typed in. Triggers refuse
   UPDATE and DELETE on charges, payments, voids, receipts and ledger rows.

@@ -1,9 +1,9 @@
 """Pure billing and delinquency rules of the O&M irrigation levy (¶1(2), ¶2, ¶8, ¶12).
 
 Decimal in, Decimal or frozen dataclasses out. Nothing here imports Django, reads settings,
-looks at the clock or does I/O: an account is a deterministic replay of its charges and dated
-payments up to an as-of date, so a statement or receipt can be recomputed years later from the
-stored rows. Paragraph numbers refer to ``shared/statute/README.md``; sec. 374a is paraphrased in
+looks at the clock or does I/O: an account as of a date is read from its stored records
+(:func:`ledger_state`: charges, the allocation each receipt stored, the dated entries later events
+posted), so a statement or receipt can be recomputed years later from the stored rows. Paragraph numbers refer to ``shared/statute/README.md``; sec. 374a is paraphrased in
 ``shared/statute/related-sections.md``.
 
 Vocabulary:
@@ -24,7 +24,7 @@ Vocabulary:
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from decimal import Decimal
 
@@ -233,48 +233,8 @@ def surcharge_for(
     return round_cents(sum((rate_on(schedule=schedule, day=start) * principal for start in starts), ZERO))
 
 
-# --- the account replay (¶12, ¶13) -------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ChargeInput:
-    """¶12: one installment (or other charge) on an account, as stored on the bill.
-
-    ``last_day`` is the last day to pay (:func:`last_day_to_pay`), stored with the charge so a
-    later change of the holiday calendar cannot move an issued bill. ``accrues_surcharge`` is off
-    for sec. 374a water sales and any other charge the ¶12 surcharge does not reach; such charges
-    still take payments in due-date order.
-    """
-
-    key: str
-    principal: Decimal
-    due: date
-    last_day: date
-    accrues_surcharge: bool = True
-
-    def __post_init__(self) -> None:
-        if not self.key:
-            raise BillingRuleError("a charge needs a key")
-        _check_money(self.principal, name=f"principal of charge {self.key!r}")
-        if self.last_day < self.due:
-            raise BillingRuleError(f"charge {self.key!r}: last day to pay {self.last_day} is before due {self.due}")
-
-
-@dataclass(frozen=True)
-class PaymentInput:
-    """¶13: money received on ``paid_on``. Always more than zero.
-
-    A voided payment is not reversed with a negative amount: it is simply left out of the replay.
-    """
-
-    key: str
-    paid_on: date
-    amount: Decimal
-
-    def __post_init__(self) -> None:
-        if not self.key:
-            raise BillingRuleError("a payment needs a key")
-        _check_money(self.amount, name=f"amount of payment {self.key!r}", allow_zero=False)
+# --- an account in the shape pages, receipts and bills read (¶12, ¶13) -------------------------
+# ``billing.accounts`` builds these from ``ledger_state``: the one account model is the stored ledger.
 
 
 @dataclass(frozen=True)
@@ -332,12 +292,12 @@ class ChargeState:
 
 @dataclass(frozen=True)
 class AccountState:
-    """¶12, ¶13: an account replayed up to ``as_of``.
+    """¶12, ¶13: an account as of ``as_of``, read from :func:`ledger_state` (``billing.accounts``).
 
-    ``charges`` are in application order (due date, then key). ``credit_balance`` is money beyond
-    every charge on the account. ``total_due`` sums the balances of charges already due
-    (``due <= as_of``); ``total_balance`` sums the balances of all charges, so
-    ``total_balance = Σ principal + Σ surcharge − Σ payments + credit_balance``.
+    ``charges`` are in payment order (due date, then key); ``applications`` are the stored
+    allocations of the payments that count on ``as_of``. ``credit_balance`` is money beyond every
+    charge on the account. ``total_due`` sums the balances of charges already due
+    (``due <= as_of``); ``total_balance`` sums the balances of all charges.
     """
 
     as_of: date
@@ -348,45 +308,6 @@ class AccountState:
     total_balance: Decimal
 
 
-@dataclass
-class _Ledger:
-    """Mutable running totals of one charge during the replay; never leaves this module."""
-
-    charge: ChargeInput
-    first_delinquent: date
-    principal_paid: Decimal = ZERO
-    surcharge_paid: Decimal = ZERO
-    principal_payments: list[tuple[date, Decimal]] = field(default_factory=list)
-
-    def basis(self, *, on: date) -> tuple[tuple[date, Decimal], ...]:
-        """Period starts up to ``on`` with the principal unpaid at each (payments strictly before).
-
-        Unpaid principal never grows, so the periods with something unpaid are a prefix.
-        """
-        if not self.charge.accrues_surcharge:
-            return ()
-        rows: list[tuple[date, Decimal]] = []
-        periods = delinquency_periods(first_delinquent=self.first_delinquent, on=on)
-        for number in range(1, periods + 1):
-            start = add_months(self.first_delinquent, number - 1)
-            paid_before = sum((amount for paid_on, amount in self.principal_payments if paid_on < start), ZERO)
-            unpaid = self.charge.principal - paid_before
-            if unpaid <= 0:
-                break
-            rows.append((start, unpaid))
-        return tuple(rows)
-
-    def surcharge(self, *, on: date, schedule: RateSchedule) -> Decimal:
-        """Surcharge accrued as of ``on``: ``Σ rate × unpaid`` over the basis, half-up once."""
-        return _surcharge_on(self.basis(on=on), schedule=schedule)
-
-
-def _surcharge_on(basis: tuple[tuple[date, Decimal], ...], *, schedule: RateSchedule) -> Decimal:
-    """¶12: ``Σ rate × unpaid`` over the periods begun, each period at the rate in force on its
-    first day, half-up to the cent once (for the whole charge, never per period)."""
-    return round_cents(sum((rate_on(schedule=schedule, day=start) * unpaid for start, unpaid in basis), ZERO))
-
-
 def _unique(keys: Iterable[str], *, what: str) -> None:
     seen: set[str] = set()
     for key in keys:
@@ -395,114 +316,11 @@ def _unique(keys: Iterable[str], *, what: str) -> None:
         seen.add(key)
 
 
-def account_state(
-    *,
-    charges: Sequence[ChargeInput],
-    payments: Sequence[PaymentInput],
-    as_of: date,
-    params: DelinquencyParameters = DelinquencyParameters(),
-    rates: Sequence[tuple[date, Decimal]] | None = None,
-) -> AccountState:
-    """¶12, ¶13: replay an account's charges and dated payments up to ``as_of``.
-
-    Payments dated after ``as_of`` are ignored; the rest are applied in date order (then by key).
-    Each goes to the oldest charge with anything owing (due date, then key; paying the January
-    half early is allowed), and within a charge first to the surcharge accrued as of the payment
-    date and not yet paid, then to principal. Money beyond every charge is ``credit_balance``.
-
-    The surcharge of a charge as of a date is ``Σ rate × unpaid`` over the periods begun by that
-    date: the principal unpaid at the period's start (principal paid by payments dated strictly
-    before that start) times the rate in force on that start, rounded half-up to the cent once;
-    never compounded, never on surcharge. ``rates`` is the dated schedule of surcharge rates
-    (:func:`rate_schedule`); without it every period uses ``params.surcharge_rate``. A schedule row
-    dated after a period's start never changes that period, so a new row changes neither an
-    earlier period nor the allocation of a payment dated before it. A period's
-    basis depends only on payments dated before it starts, so the result is idempotent and the
-    surcharge of every charge never decreases as ``as_of`` moves forward; a charge whose principal
-    is paid stops accruing, so credit never has to be re-applied.
-    """
-    _unique((charge.key for charge in charges), what="charges")
-    _unique((payment.key for payment in payments), what="payments")
-    schedule = rate_schedule(params.surcharge_rate if rates is None else rates)
-    ledgers = [
-        _Ledger(charge=charge, first_delinquent=charge.last_day + timedelta(days=1))
-        for charge in sorted(charges, key=lambda charge: (charge.due, charge.key))
-    ]
-    applications: list[Application] = []
-    credit = ZERO
-    received = ZERO
-    replayed = sorted(
-        (payment for payment in payments if payment.paid_on <= as_of),
-        key=lambda payment: (payment.paid_on, payment.key),
-    )
-    for payment in replayed:
-        received += payment.amount
-        left = payment.amount
-        for ledger in ledgers:
-            if left == 0:
-                break
-            accrued = ledger.surcharge(on=payment.paid_on, schedule=schedule)
-            to_surcharge = min(left, accrued - ledger.surcharge_paid)
-            to_principal = min(left - to_surcharge, ledger.charge.principal - ledger.principal_paid)
-            if to_surcharge == 0 and to_principal == 0:
-                continue
-            ledger.surcharge_paid += to_surcharge
-            ledger.principal_paid += to_principal
-            if to_principal:
-                ledger.principal_payments.append((payment.paid_on, to_principal))
-            left -= to_surcharge + to_principal
-            applications.append(
-                Application(
-                    payment_key=payment.key,
-                    charge_key=ledger.charge.key,
-                    surcharge=to_surcharge,
-                    principal=to_principal,
-                )
-            )
-        credit += left
-
-    states = tuple(_charge_state(ledger, as_of=as_of, schedule=schedule) for ledger in ledgers)
-    applied = sum((state.paid for state in states), ZERO)
-    if applied + credit != received:  # money is neither lost nor applied twice
-        raise AssertionError(f"replay lost money: {applied} + {credit} != {received}")
-    return AccountState(
-        as_of=as_of,
-        charges=states,
-        applications=tuple(applications),
-        credit_balance=credit,
-        total_due=sum((state.balance for state in states if state.due <= as_of), ZERO),
-        total_balance=sum((state.balance for state in states), ZERO),
-    )
-
-
-def _charge_state(ledger: _Ledger, *, as_of: date, schedule: RateSchedule) -> ChargeState:
-    charge = ledger.charge
-    basis = ledger.basis(on=as_of)
-    surcharge = _surcharge_on(basis, schedule=schedule)
-    paid = ledger.principal_paid + ledger.surcharge_paid
-    return ChargeState(
-        key=charge.key,
-        principal=charge.principal,
-        due=charge.due,
-        last_day=charge.last_day,
-        periods=len(basis),
-        surcharge=surcharge,
-        surcharge_basis=basis,
-        principal_paid=ledger.principal_paid,
-        surcharge_paid=ledger.surcharge_paid,
-        paid=paid,
-        balance=charge.principal + surcharge - paid,
-        accrues_surcharge=charge.accrues_surcharge,
-        first_delinquent=ledger.first_delinquent if charge.accrues_surcharge else None,
-        surcharge_rates=tuple(rate_on(schedule=schedule, day=start) for start, _ in basis),
-    )
-
-
 def surcharge_runs(state: ChargeState) -> tuple[tuple[int, Decimal, Decimal], ...]:
     """¶12: a charge's surcharge basis as runs of consecutive periods with the same rate and the
     same unpaid principal, ``((months, rate, unpaid), …)``, for "½% × 2 meses sobre $6,930.90".
 
-    The rates must be row for row with the basis (as :func:`account_state` builds them).
+    The rates must be row for row with the basis (as ``billing.accounts`` builds them from ``ledger_state``).
     """
     if len(state.surcharge_rates) != len(state.surcharge_basis):
         raise BillingRuleError(

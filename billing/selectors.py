@@ -266,7 +266,7 @@ def debt_row_status(line: StatementLine, as_of: date) -> str:
 def debt_table(statement: Statement, *, owing_only: bool = False) -> DebtTable:
     """The table of ``statement`` (a certificate lists every charge, a seizure notice only those
     that owe something). Its due-today total equals ``statement.total_due`` and its lien total
-    ``statement.total_balance`` (``billing.rules.account_state``); a statement where they would not
+    ``statement.total_balance`` (``billing.accounts.account_state``); a statement where they would not
     is refused rather than printed."""
     rows = tuple(DebtRow(line=line, status=debt_row_status(line, statement.as_of)) for line in statement.lines
                  if not owing_only or line.balance > 0)

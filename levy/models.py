@@ -138,7 +138,7 @@ class ParameterHistory:
     @property
     def surcharge_schedule(self) -> tuple[tuple[date, Decimal], ...]:
         """¶12: the dated surcharge rates ``((effective_from, rate), …)``, oldest first, for
-        ``billing.rules.account_state(rates=…)``."""
+        ``billing.rules.ledger_state(schedule=…)``."""
         return tuple((row.effective_from, row.surcharge_rate) for row in self.rows)
 
 

@@ -1,8 +1,8 @@
 """Store the allocation of every payment made before allocations were stored (issue 11).
 
 Each payment is replayed the way the counter allocated it when its receipt was issued: the
-parcel's account as of the payment's date (``billing.rules.account_state``, the rules of that
-day) with only what had been recorded by then: the charges issued before it (with their last day
+parcel's account as of the payment's date (the replay of the rules of that day, frozen in
+``_replay_0012``: a migration does not import rules that change later) with only what had been recorded by then: the charges issued before it (with their last day
 moved past the holidays and the closures recorded by then), the payments of that day or before recorded before it and not voided
 by then, the corrections recorded before it that lowered what was owed (as credits on their
 date), the legal parameters in force on that date. Replaying with what was recorded later would
@@ -47,7 +47,7 @@ def _voided(void, paid_on, recorded) -> bool:
 
 
 def store_allocations(apps, schema_editor):
-    from billing import rules
+    from . import _replay_0012 as rules
 
     Payment = apps.get_model("billing", "Payment")
     PaymentVoid = apps.get_model("billing", "PaymentVoid")
@@ -131,8 +131,8 @@ def store_allocations(apps, schema_editor):
                 for correction, on, net, correction_recorded in corrections
                 if on <= paid_on and correction_recorded <= recorded
             ]
-            state = rules.account_state(charges=inputs, payments=replayed, as_of=paid_on, params=params)
-            mine = [a for a in state.applications if a.payment_key == f"P{pk:012d}"]
+            applications = rules.replay_applications(charges=inputs, payments=replayed, as_of=paid_on, params=params)
+            mine = [a for a in applications if a.payment_key == f"P{pk:012d}"]
             if pk in stored:
                 continue
             figures = _receipt_figures(snapshots.get(pk), mine, charges, labels)

@@ -16,10 +16,12 @@ from django.urls import reverse
 from pghistory.models import Events
 
 from billing import documents, pdf, rules
+from billing.accounts import _account_state_of
 from billing.errors import BillingError
 from billing.models import Bill, BillBatch, Charge, Office
 from billing.services import bills, offices
 from parcels.models import Owner, Parcel
+from tests.billing import ledger_counter
 
 INCH = 72  # PDF points per inch
 # The window area on the sheet (templates/billing/pdf/bill.html): 7/8"–4 3/8" from the left edge,
@@ -66,13 +68,18 @@ def addressed(owner_a):
 D = Decimal
 
 
-def account(on: date, *, july_paid: bool = False):
+CHARGES = [rules.ChargeRecord(key="C1", principal=D("100.00"), due=date(2026, 7, 1), last_day=date(2026, 8, 31)),
+           rules.ChargeRecord(key="C2", principal=D("100.00"), due=date(2027, 1, 1), last_day=date(2027, 3, 2))]
+
+
+def account(on: date, *, july_paid: bool = False, payments=()) -> rules.AccountState:
     """Two installments of 100.00: July (due 2026-07-01, last day 2026-08-31) and January (due
-    2027-01-01, last day 2027-03-02); July paid on 2026-07-10 when asked."""
-    charges = [rules.ChargeInput(key="C1", principal=D("100.00"), due=date(2026, 7, 1), last_day=date(2026, 8, 31)),
-               rules.ChargeInput(key="C2", principal=D("100.00"), due=date(2027, 1, 1), last_day=date(2027, 3, 2))]
-    payments = [rules.PaymentInput(key="P1", paid_on=date(2026, 7, 10), amount=D("100.00"))] if july_paid else []
-    return rules.account_state(charges=charges, payments=payments, as_of=on)
+    2027-01-01, last day 2027-03-02); July paid on 2026-07-10 when asked. The account the bill
+    reads: the ledger (payments stored as the counter stores them) in the shape pages read."""
+    if july_paid:
+        payments = [ledger_counter.Paid(key="P1", paid_on=date(2026, 7, 10), amount=D("100.00"))]
+    state, stored = ledger_counter.account(charges=CHARGES, payments=payments, as_of=on)
+    return _account_state_of(state, stored)
 
 
 @pytest.mark.parametrize(("on", "key", "july_paid", "amount", "through", "owed"), [
@@ -98,11 +105,8 @@ def test_amount_to_pay_and_the_last_day_it_holds(on, key, july_paid, amount, thr
 def test_the_day_after_the_amount_expires_it_no_longer_pays_everything():
     """Paying the amount on its last day leaves nothing due; a day later it falls short."""
     to_pay = rules.amount_to_pay(account=account(date(2026, 12, 15)), charge_key="C2")
-    charges = [rules.ChargeInput(key="C1", principal=D("100.00"), due=date(2026, 7, 1), last_day=date(2026, 8, 31)),
-               rules.ChargeInput(key="C2", principal=D("100.00"), due=date(2027, 1, 1), last_day=date(2027, 3, 2))]
     for day, left in ((to_pay.valid_through, D("0.00")), (date(2027, 1, 1), D("0.50"))):
-        paid = rules.account_state(charges=charges, payments=[rules.PaymentInput(key="P", paid_on=day, amount=to_pay.amount)],
-                                   as_of=day)
+        paid = account(day, payments=[ledger_counter.Paid(key="P", paid_on=day, amount=to_pay.amount)])
         assert paid.total_balance == left
 
 

@@ -2,8 +2,9 @@
 lowering or a closure, freed money, and the account from stored allocations. No database.
 
 Hand-computed figures first, then Hypothesis properties: allocating payments one at a time and
-storing the allocations gives exactly today's replay (``account_state``), and the ledger identity
-holds at every date.
+storing the allocations gives exactly what migration 0012's frozen replay stored for the payments
+made before allocations were stored (``billing/migrations/_replay_0012.py``), and the ledger
+identity holds at every date.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import pytest
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
+from billing.migrations import _replay_0012 as migration_replay
 from billing.rules import (
     REFUSE_CHARGE_NEGATIVE,
     REFUSE_CREDIT_ABOVE_CHARGE,
@@ -27,24 +29,20 @@ from billing.rules import (
     SOURCE_CLOSURE,
     SOURCE_CORRECTION,
     BillingRuleError,
-    ChargeInput,
     ChargeRecord,
     CorrectionRefused,
     CreditApplied,
-    DelinquencyParameters,
     EarlierCorrection,
     GivenBack,
     HalfStanding,
     LastDayMove,
     LowerCharge,
     PaidOnCharge,
-    PaymentInput,
     PrincipalLowering,
     RaiseHalf,
     RefundRecord,
     StoredAllocation,
     StoredPayment,
-    account_state,
     allocate,
     apply_freed_money,
     correction_plan,
@@ -54,6 +52,7 @@ from billing.rules import (
     rate_on,
 )
 from levy.rules import installments
+from tests.billing.ledger_counter import Paid
 
 D = Decimal
 ZERO = D("0.00")
@@ -509,7 +508,7 @@ def test_a_charge_issued_later_is_not_in_an_earlier_state_and_entries_must_name_
         ledger_state(charges=[CHARGE_A, later], payments=[wrong], as_of=date(2026, 11, 30), schedule=HALF_RATE)
 
 
-# --- Hypothesis: stored allocations agree with today's replay; the ledger identity --------------
+# --- Hypothesis: stored allocations agree with migration 0012's replay; the ledger identity ----
 
 
 DAY0 = date(2026, 7, 1)
@@ -522,7 +521,7 @@ charge_strategy = st.tuples(
 payment_strategy = st.tuples(st.integers(min_value=0, max_value=800), st.integers(min_value=1, max_value=1_500_000))
 
 
-def build_charges(specs) -> list[tuple[ChargeInput, ChargeRecord]]:
+def build_charges(specs) -> list[ChargeRecord]:
     out = []
     for index, (due_days, grace, cents, accrues) in enumerate(specs):
         due = DAY0 + timedelta(days=due_days)
@@ -533,7 +532,7 @@ def build_charges(specs) -> list[tuple[ChargeInput, ChargeRecord]]:
             last_day=due + timedelta(days=grace),
             accrues_surcharge=accrues,
         )
-        out.append((ChargeInput(**common), ChargeRecord(**common)))
+        out.append(ChargeRecord(**common))
     return out
 
 
@@ -553,36 +552,40 @@ def store_one_by_one(records, payments, schedule) -> list[StoredPayment]:
     rate=st.sampled_from([D("0.005"), D("0.01"), D("0.0125")]),
     as_of_days=st.integers(min_value=0, max_value=900),
 )
-def test_storing_allocations_one_by_one_gives_todays_replay(charge_specs, payment_specs, rate, as_of_days):
-    pairs = build_charges(charge_specs)
-    inputs, records = [pair[0] for pair in pairs], [pair[1] for pair in pairs]
+def test_storing_allocations_one_by_one_gives_what_migration_0012_stored(charge_specs, payment_specs, rate, as_of_days):
+    """Migration 0012 stored the allocation of each payment made before the counter stored them,
+    with the replay of that day (frozen in ``_replay_0012``); the counter now allocates each new
+    payment on the ledger as of its date. Both give the same rows, so old and new payments read
+    alike, and the ledger's charges carry exactly what they were paid."""
+    records = build_charges(charge_specs)
     payments = [
-        PaymentInput(key=f"P{i:03d}", paid_on=DAY0 + timedelta(days=days), amount=D(cents) / 100)
+        Paid(key=f"P{i:03d}", paid_on=DAY0 + timedelta(days=days), amount=D(cents) / 100)
         for i, (days, cents) in enumerate(payment_specs)
     ]
     as_of = DAY0 + timedelta(days=as_of_days)
     schedule = ((date(2000, 1, 1), rate),)
     stored = store_one_by_one(records, payments, schedule)
-    replay = account_state(charges=inputs, payments=payments, as_of=as_of, params=DelinquencyParameters(surcharge_rate=rate))
+    replayed = migration_replay.replay_applications(
+        charges=[migration_replay.ChargeInput(key=c.key, principal=c.principal, due=c.due, last_day=c.last_day,
+                                              accrues_surcharge=c.accrues_surcharge) for c in records],
+        payments=[migration_replay.PaymentInput(key=p.key, paid_on=p.paid_on, amount=p.amount) for p in payments],
+        as_of=as_of, params=migration_replay.DelinquencyParameters(surcharge_rate=rate),
+    )
     state = ledger_state(charges=records, payments=stored, as_of=as_of, schedule=schedule)
+    counting = [payment for payment in stored if payment.paid_on <= as_of]
     stored_applications = [
         (payment.key, allocation.charge_key, allocation.surcharge, allocation.principal)
-        for payment in stored
-        if payment.paid_on <= as_of
+        for payment in counting
         for allocation in payment.allocations
     ]
-    assert stored_applications == [(a.payment_key, a.charge_key, a.surcharge, a.principal) for a in replay.applications]
-    assert state.credit == replay.credit_balance
-    for old, new in zip(replay.charges, state.charges, strict=True):
-        assert (old.key, old.principal, old.principal_paid, old.surcharge, old.surcharge_paid, old.balance) == (
-            new.key,
-            new.principal,
-            new.principal_paid,
-            new.surcharge,
-            new.surcharge_paid,
-            new.balance,
-        )
-    assert state.total_balance == replay.total_balance
+    assert stored_applications == [(a.payment_key, a.charge_key, a.surcharge, a.principal) for a in replayed]
+    received = sum((payment.amount for payment in counting), ZERO)
+    assert state.credit == received - sum((a.surcharge + a.principal for a in replayed), ZERO)
+    for charge in state.charges:
+        mine = [a for a in replayed if a.charge_key == charge.key]
+        assert (charge.principal_paid, charge.surcharge_paid) == (
+            sum((a.principal for a in mine), ZERO), sum((a.surcharge for a in mine), ZERO))
+        assert 0 <= charge.balance == charge.principal + charge.surcharge - charge.principal_paid - charge.surcharge_paid
 
 
 @settings(max_examples=200, deadline=None)
@@ -605,10 +608,10 @@ def test_the_ledger_identity_holds_at_every_date(charge_specs, payment_specs, ev
     """Σ(principal − principal paid) − credit, summed from the raw entries the ledger posts, equals
     Σ balances − unpaid accrued surcharge − credit from the state, at every date, after voids,
     lowerings with give-backs and freed money applied, closures and refunds."""
-    records = [pair[1] for pair in build_charges(charge_specs)]
+    records = build_charges(charge_specs)
     schedule = ((date(2000, 1, 1), D("0.005")), (date(2027, 3, 1), D("0.01")))
     payments = [
-        PaymentInput(key=f"P{i:03d}", paid_on=DAY0 + timedelta(days=days), amount=D(cents) / 100)
+        Paid(key=f"P{i:03d}", paid_on=DAY0 + timedelta(days=days), amount=D(cents) / 100)
         for i, (days, cents) in enumerate(payment_specs)
     ]
     stored: list[StoredPayment] = []
@@ -627,7 +630,7 @@ def test_the_ledger_identity_holds_at_every_date(charge_specs, payment_specs, ev
             as_of=on,
             schedule=schedule,
         )
-        if isinstance(item, PaymentInput):  # allocated when its receipt is issued, then stored
+        if isinstance(item, Paid):  # allocated when its receipt is issued, then stored
             allocations, left = allocate(state=state, amount=item.amount)
             stored.append(StoredPayment(key=item.key, paid_on=on, allocations=allocations, to_credit=left))
             continue

@@ -1,5 +1,7 @@
 """¶12 with dated legal parameters: each surcharge period is charged the rate in force on its first
-day (``docs/interpretations.md``, "Dated legal parameters"). Pure rules, no database."""
+day (``docs/interpretations.md``, "Dated legal parameters"). Pure rules, no database: accounts
+are built the counter's way (``tests/billing/ledger_counter.py``: ``rules.allocate`` when a
+payment is made, ``rules.ledger_state`` over the stored records)."""
 
 from __future__ import annotations
 
@@ -10,18 +12,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from billing.accounts import _account_state_of
 from billing.rules import (
     BillingRuleError,
-    ChargeInput,
-    DelinquencyParameters,
-    PaymentInput,
-    account_state,
+    ChargeRecord,
     rate_on,
     rate_schedule,
     surcharge_for,
     surcharge_runs,
 )
 from levy.rules import add_months
+from tests.billing.ledger_counter import Paid, account, applications
 
 STATUTE_FROM = date(1953, 6, 10)
 HALF = Decimal("0.005")
@@ -76,29 +77,31 @@ def test_the_sum_is_rounded_once_per_charge_not_per_period():
     ) == Decimal("0.02")
 
 
-def test_account_replay_applies_each_period_its_own_rate():
-    charge = ChargeInput(key="C1", principal=Decimal("6930.90"), due=date(2027, 9, 1), last_day=date(2027, 10, 31))
-    state = account_state(charges=[charge], payments=[], as_of=date(2028, 2, 1), rates=REFORM)
+def test_the_account_applies_each_period_its_own_rate():
+    charge = ChargeRecord(key="C1", principal=Decimal("6930.90"), due=date(2027, 9, 1), last_day=date(2027, 10, 31))
+    state, stored = account(charges=[charge], payments=[], as_of=date(2028, 2, 1), schedule=REFORM)
     (only,) = state.charges
     # Periods 2027-11-01, 2027-12-01 at ½ %, 2028-01-01, 2028-02-01 at 1 %:
     # 2 × 34.6545 + 2 × 69.309 = 207.927 -> 207.93.
     assert only.surcharge == Decimal("207.93")
-    assert only.surcharge_rates == (HALF, HALF, ONE, ONE)
-    assert surcharge_runs(only) == ((2, HALF, Decimal("6930.90")), (2, ONE, Decimal("6930.90")))
-    # Without a schedule the parameters' one rate is used for every period, as before.
-    old = account_state(charges=[charge], payments=[], as_of=date(2028, 2, 1), params=DelinquencyParameters())
+    assert tuple(rate for _start, rate, _unpaid in only.surcharge_basis) == (HALF, HALF, ONE, ONE)
+    # the runs the statement words ("½% × 2 meses …"), read from the account as pages read it
+    (shown,) = _account_state_of(state, stored).charges
+    assert surcharge_runs(shown) == ((2, HALF, Decimal("6930.90")), (2, ONE, Decimal("6930.90")))
+    # With the one statutory rate every period is at ½ %.
+    old, _ = account(charges=[charge], payments=[], as_of=date(2028, 2, 1), schedule=rate_schedule(HALF))
     assert old.charges[0].surcharge == Decimal("138.62")  # 4 × 34.6545 = 138.618
-    assert old.charges[0].surcharge_rates == (HALF,) * 4
+    assert tuple(rate for _start, rate, _unpaid in old.charges[0].surcharge_basis) == (HALF,) * 4
 
 
 def test_a_payment_before_the_new_row_is_allocated_as_before():
-    charge = ChargeInput(key="C1", principal=Decimal("1000.00"), due=date(2027, 7, 1), last_day=date(2027, 8, 30))
-    payment = PaymentInput(key="P1", paid_on=date(2027, 12, 15), amount=Decimal("400.00"))
-    before = account_state(charges=[charge], payments=[payment], as_of=date(2028, 3, 1), rates=REFORM[:1])
-    after = account_state(charges=[charge], payments=[payment], as_of=date(2028, 3, 1), rates=REFORM)
+    charge = ChargeRecord(key="C1", principal=Decimal("1000.00"), due=date(2027, 7, 1), last_day=date(2027, 8, 30))
+    payment = Paid(key="P1", paid_on=date(2027, 12, 15), amount=Decimal("400.00"))
+    before, stored_before = account(charges=[charge], payments=[payment], as_of=date(2028, 3, 1), schedule=REFORM[:1])
+    after, stored_after = account(charges=[charge], payments=[payment], as_of=date(2028, 3, 1), schedule=REFORM)
     # Four periods (08-31, 09-30, 10-31, 11-30) at ½ % of 1,000.00 = 20.00 by 2027-12-15.
-    assert before.applications == after.applications
-    assert after.applications[0].surcharge == Decimal("20.00")
+    assert stored_before == stored_after
+    assert stored_after[0].allocations[0].surcharge == Decimal("20.00")
     # Unpaid 620.00 from 2027-12-31 on; 2027-12-31 at ½ % = 3.10, 2028-01-31 and 2028-02-29 at
     # 1 % = 6.20 each: 20.00 + 3.10 + 12.40 = 35.50 (½ % throughout: 20.00 + 3 × 3.10 = 29.30).
     assert after.charges[0].surcharge == Decimal("35.50")
@@ -155,16 +158,17 @@ def test_a_new_row_never_changes_a_payment_before_it_nor_any_period_that_began_b
     if any(start == effective for start, _ in schedule):
         return
     extended = rate_schedule(schedule + ((effective, new_rate),))
-    charge = ChargeInput(key="C1", principal=principal, due=date(2010, 7, 1), last_day=date(2010, 8, 30))
-    paid = [PaymentInput(key=f"P{n}", paid_on=on, amount=amount) for n, (on, amount) in enumerate(payments)]
-    old = account_state(charges=[charge], payments=paid, as_of=as_of, rates=schedule)
-    new = account_state(charges=[charge], payments=paid, as_of=as_of, rates=extended)
+    charge = ChargeRecord(key="C1", principal=principal, due=date(2010, 7, 1), last_day=date(2010, 8, 30))
+    paid = [Paid(key=f"P{n}", paid_on=on, amount=amount) for n, (on, amount) in enumerate(payments)]
+    old, stored_old = account(charges=[charge], payments=paid, as_of=as_of, schedule=schedule)
+    new, stored_new = account(charges=[charge], payments=paid, as_of=as_of, schedule=extended)
     early = {f"P{n}" for n, (on, _) in enumerate(payments) if on < effective}
-    # Payments are applied in date order, so every payment dated before the row is applied exactly
-    # as before (same charge, same surcharge, same principal).
-    assert [a for a in old.applications if a.payment_key in early] == [a for a in new.applications if a.payment_key in early]
+    # Payments are allocated in date order, so every payment dated before the row is allocated
+    # exactly as before (same charge, same surcharge, same principal).
+    assert [a for a in applications(stored_old, as_of=as_of) if a.payment_key in early] == [
+        a for a in applications(stored_new, as_of=as_of) if a.payment_key in early]
     (was,), (now,) = old.charges, new.charges
-    kept = [n for n, (start, _) in enumerate(was.surcharge_basis) if start < effective]
-    assert [was.surcharge_rates[n] for n in kept] == [now.surcharge_rates[n] for n in kept]
+    kept = [n for n, (start, _rate, _unpaid) in enumerate(was.surcharge_basis) if start < effective]
+    assert [was.surcharge_basis[n] for n in kept] == [now.surcharge_basis[n] for n in kept]
     if as_of < effective:
         assert old == new
