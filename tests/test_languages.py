@@ -204,7 +204,7 @@ def test_every_page_and_document_in_each_language_holds_none_of_the_other(client
     assert "2026-2027 plazo 1 (julio)" in read["es verify receipt"]
     assert "$22,950.00 by 2 March 2027" in read["en landowner /"]
     assert "$22,950.00 a más tardar el 2 de marzo de 2027" in read["es landowner /"]
-    assert "de julio de 2026" in read["es bill"] and "July 1, 2026" in read["en bill"]
+    assert "de julio de 2026" in read["es bill"] and "1 July 2026" in read["en bill"]
 
 
 @pytest.mark.django_db
