@@ -33,10 +33,9 @@ from levy.models import RollLine
 from parcels.models import Parcel
 from tests.billing.test_certificate_documents import keep
 from tests.clock import on_day
-from tests.test_languages import wrong_language
+from tests.test_languages import MONTH_FIRST, wrong_language
 
 SHORT_DATE = re.compile(r"\b\d{1,2}/\d{1,2}/\d{4}\b")
-MONTH_FIRST = re.compile(r"\b(?:January|February|March|April|May|June|July|August|September|October|November|December) \d{1,2}, \d{4}\b")
 LONG_REASON = ("Cheque devuelto por el banco por fondos insuficientes; el pagador fue avisado por teléfono y por carta "
                "certificada, y se le pidió pagar en efectivo o con giro postal")
 
@@ -106,6 +105,7 @@ def test_an_english_owners_receipt_certificate_and_seizure_notice_are_english_wi
     receipt = texts["receipt"]
     assert "Tax receipt" in receipt and "Payment date 3 July 2026" in receipt
     assert "Due: 1 July 2026" in receipt and "Last day: 31 August 2026" in receipt
+    assert "Net levy, payable in two installments: 1 July and 1 January" in receipt
     certificate = texts["certificate"]
     assert "Debt certificate" in certificate and "Debt as of 10 September 2026" in certificate
     assert "Correction no. 1 of the 2026-2027 roll (¶9), 1 September 2026: −$10.00" in certificate
