@@ -119,12 +119,33 @@ def document_pdf(document: IssuedDocument) -> bytes:
     return bytes(document.pdf)
 
 
+# --- Language ---------------------------------------------------------------------------------
+
+
+def issued_language(snapshot: dict[str, Any] | None) -> str:
+    """The language a document was issued in, as its snapshot froze it: the owner's *idioma de
+    los documentos* (``parcels.Owner.preferred_language``) when it was issued; empty, that is
+    Spanish, for documents frozen before the language was. Issued documents are never rendered
+    again, so an owner who changes language later gets the new one on new documents only."""
+    return str((snapshot or {}).get("language") or "")
+
+
+def document_issued_language(document: IssuedDocument) -> str:
+    """The language of a stored document (receipt, bill, certificate; statements do not freeze
+    it), which its COPIA and ANULADO stamps are written in too."""
+    for source in ("receipt", "bill", "certificate"):
+        if getattr(document, f"{source}_id", None):
+            return issued_language(getattr(document, source).snapshot)
+    return ""
+
+
 # --- Receipts (¶9, ¶13) ---------------------------------------------------------------------
 
 
 def render_receipt(receipt: Receipt, *, code: str = "", lang: str | None = None) -> bytes:
     """¶9: the receipt as a one-page letter PDF (set tighter when it pays many charges), from its
-    snapshot only (never live data)."""
+    snapshot only (never live data), in ``lang`` or else the language frozen in it (the owner's
+    document language at issue; Spanish for receipts frozen before it was)."""
     display = receipt_display(receipt)
     url = verification_url(code) if code else ""
     context = {
@@ -132,7 +153,7 @@ def render_receipt(receipt: Receipt, *, code: str = "", lang: str | None = None)
         "qr": pdf.qr_data_uri(url) if url else "", "rate": rate_label(delinquency_parameters(display.paid_on).surcharge_rate),
     }
 
-    with pdf.document_language(lang) as key:
+    with pdf.document_language(lang or issued_language(receipt.snapshot)) as key:
         title = _("Recibo contributivo %(n)s") % {"n": display.number}
         html = pdf.html_for("billing/pdf/receipt.html", context, title=title, lang=key)
     return pdf.html_to_fitting_pdf(html, pages=1)
@@ -326,6 +347,7 @@ def document_download(document: IssuedDocument, *, copy: bool = False, on: date 
     if not copy and status.voided_on is None:
         return document_pdf(document)
     on = on or timezone.localdate()
+    lang = lang or document_issued_language(document)  # the stamp speaks the document's language
     with pdf.document_language(lang) as key:
         parts = [_("COPIA — reimpreso el %(d)s") % {"d": long_date(on, key)}] if copy else []
         if status.voided_on is not None:

@@ -4,7 +4,8 @@ directory and the Source Sans Pro fonts of the ``font-source-sans-pro`` package 
 Rendering never writes to the database: callers store the bytes once (``billing.documents``).
 
 Documents are tagged PDF/UA-1 with a title and a language. They are written in Spanish unless
-English is asked for; the template strings go through ``{% translate %}`` under
+English is asked for (the owner's *idioma de los documentos*, frozen in the document's snapshot
+when it is issued); the template strings go through ``{% translate %}`` under
 ``translation.override``, so the words follow ``lang`` and not the request that happens to be
 active."""
 
@@ -30,8 +31,8 @@ from django.template.loader import render_to_string
 from django.utils import translation
 from django.utils.translation import gettext as _
 
-# Dates spelled out in full, per language: "1 de julio de 2026" / "July 1, 2026".
-from .wording import LONG_DATE  # noqa: E402  (one table of long dates, shared with billing.wording)
+# Dates spelled out in full, per language: "1 de julio de 2026" / "1 July 2026".
+from .wording import LONG_DATE, long_dates_only  # noqa: E402  (one table of long dates, shared with billing.wording)
 
 
 class PDFRenderError(Exception):
@@ -160,9 +161,10 @@ def pdf_language(lang: str | None) -> str:
 
 @contextmanager
 def document_language(lang: str | None) -> Iterator[str]:
-    """Activate the document's language; yields ``es`` or ``en`` (the key of ``LONG_DATE``)."""
+    """Activate the document's language; yields ``es`` or ``en`` (the key of ``LONG_DATE``). An
+    English document writes every date in one form, "2 March 2027" (``wording.long_dates_only``)."""
     code = pdf_language(lang)
-    with translation.override(code):
+    with translation.override(code), long_dates_only(code == "en"):
         yield "en" if code == "en" else "es"
 
 
@@ -279,8 +281,9 @@ def _debt_context(data: dict[str, Any], *, owing_only: bool) -> dict[str, Any]:
 
 def render_seizure_notice(*, step: Any, parcel: Any, verify_url: str = "", code: str = "", lang: str | None = None) -> bytes:
     """¶14: a seizure notice (notice of attachment, certificate, auction notice), listing the
-    charges with a balance and its two totals, signed, with its QR code."""
-    with document_language(lang) as key:
+    charges with a balance and its two totals, signed, with its QR code; in ``lang`` or else the
+    owner's document language frozen in ``step.debt`` at issue (Spanish before it was frozen)."""
+    with document_language(lang or step.debt.get("language")) as key:
         title = f"{step.get_kind_display()} {step.number}"
         notes = [_("Procedimiento: el de embargo de las contribuciones sobre la propiedad, que la ley aplica a la contribución de "
                    "riego no pagada (¶14); el plazo para pagar de la notificación es de 30 días.")]
@@ -305,8 +308,10 @@ def render_certificate(*, certificate: Any, lang: str | None = None) -> bytes:
 
 
 def render_certificate_pdf(*, certificate: Any, verify_url: str = "", code: str = "", lang: str | None = None) -> bytes:
+    """¶11: in ``lang`` or else the owner's document language frozen in the snapshot at issue
+    (``CertificateSnapshot.language``; Spanish before it was frozen)."""
     data = certificate.snapshot
-    with document_language(lang) as key:
+    with document_language(lang or data.get("language")) as key:
         title = _("Certificación de deuda %(n)s") % {"n": certificate.number}
         html = html_for("billing/pdf/certificate.html", {
             "certificate": certificate, "data": data, **_debt_context(data, owing_only=False), "verify_url": verify_url,

@@ -144,6 +144,9 @@ class ReceiptSnapshot:
     # recorded; empty on every other receipt and on receipts issued before the rule.
     backdate_reason: str = ""
     recorded_on: date | None = None
+    # The owner's document language at issue (``Owner.preferred_language``, "es"/"en"): the PDF
+    # is written in it; receipts issued before it was frozen have none and were written in Spanish.
+    language: str = ""
 
     @property
     def received_by(self) -> str:
@@ -176,6 +179,7 @@ class ReceiptSnapshot:
             "total_balance_after": str(self.total_balance_after),
             "backdate_reason": self.backdate_reason,
             "recorded_on": _iso(self.recorded_on),
+            "language": self.language,
         }
 
     @classmethod
@@ -193,6 +197,7 @@ class ReceiptSnapshot:
             change=None if snap.get("change") is None else Decimal(snap["change"]),
             collector_name=snap.get("collector_name", ""),
             backdate_reason=snap.get("backdate_reason", ""), recorded_on=_day(snap.get("recorded_on")),
+            language=snap.get("language", ""),
         )
 
 
@@ -408,19 +413,23 @@ class BillSnapshot:
 class CertificateSnapshot:
     """¶11: a debt certificate froze the statement as of its date (``Statement.to_json()``), the
     owner's name and key at issue, and who signed it: the officer's full name and title
-    (``parcels.officers.officer_signature``; empty on certificates issued before they were frozen)."""
+    (``parcels.officers.officer_signature``; empty on certificates issued before they were frozen),
+    and the owner's document language at issue (``Owner.preferred_language``; none on certificates
+    issued before it was frozen, which were written in Spanish)."""
 
     statement: Statement
     owner_name: str
     owner_key: str
     officer_name: str = ""
     officer_title: str = ""
+    language: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return {**self.statement.to_json(), "owner_name": self.owner_name, "owner_key": self.owner_key,
-                "officer_name": self.officer_name, "officer_title": self.officer_title}
+                "officer_name": self.officer_name, "officer_title": self.officer_title, "language": self.language}
 
     @classmethod
     def from_json(cls, snap: dict[str, Any]) -> CertificateSnapshot:
         return cls(statement=Statement.from_json(snap), owner_name=snap.get("owner_name", ""), owner_key=snap.get("owner_key", ""),
-                   officer_name=snap.get("officer_name", ""), officer_title=snap.get("officer_title", ""))
+                   officer_name=snap.get("officer_name", ""), officer_title=snap.get("officer_title", ""),
+                   language=snap.get("language", ""))

@@ -1,6 +1,6 @@
 """How billing explains its figures, in the active language (Spanish first, English through
 gettext): the ¶12 surcharge rate (``½%``), how a surcharge was counted ("½% × 2 meses sobre
-$6,930.90") and long dates ("1 de julio de 2026" / "July 1, 2026"). Pure wording: no queries,
+$6,930.90") and long dates ("1 de julio de 2026" / "1 July 2026"). Pure wording: no queries,
 no writes; it reads ``billing.rules`` results only.
 
 Charge labels: a charge's stored ``description`` is Spanish text (append-only rows keep it as the
@@ -12,7 +12,9 @@ give-back, *crédito aplicado*, a moved last day) the statement shows under a ch
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from datetime import date
 from decimal import Decimal
 from typing import Any
@@ -25,8 +27,24 @@ from django.utils.translation import gettext as _
 
 from . import rules
 
-# The long date of documents and pages, per language key (``es`` / ``en``).
-LONG_DATE = {"es": r"j \d\e F \d\e Y", "en": "F j, Y"}
+# The long date of documents and pages, per language key (``es`` / ``en``): "2 de marzo de 2027" /
+# "2 March 2027", day first in both, as pages write it (``lajas_portal.formats.en.DATE_FORMAT``).
+LONG_DATE = {"es": r"j \d\e F \d\e Y", "en": "j F Y"}
+
+# Set while an English document is rendered (``billing.pdf.document_language``): its dates are
+# all in one form, the long one ("2 March 2027"), also those inside worded entries that pages
+# write d/m/Y (``short_date``). Spanish documents keep the forms the pages use.
+_LONG_DATES_ONLY: ContextVar[bool] = ContextVar("lajas_long_dates_only", default=False)
+
+
+@contextmanager
+def long_dates_only(on: bool = True) -> Iterator[None]:
+    """Within this block ``short_date`` writes the long form (an English document's dates)."""
+    token = _LONG_DATES_ONLY.set(on)
+    try:
+        yield
+    finally:
+        _LONG_DATES_ONLY.reset(token)
 
 
 def rate_label(rate: Decimal) -> str:
@@ -184,7 +202,10 @@ SOURCE_CORRECTION, SOURCE_CLOSURE, SOURCE_PAYMENT = "correction", "closure", "pa
 
 
 def short_date(day: date | None) -> str:
-    """A date as pages write it in the active language (d/m/Y in both)."""
+    """A date as pages write it in the active language (d/m/Y in both); inside an English
+    document (``long_dates_only``) the long form, "2 March 2027"."""
+    if day and _LONG_DATES_ONLY.get() and (get_language() or "").startswith("en"):
+        return long_date(day, "en")
     return formats.date_format(day, "SHORT_DATE_FORMAT") if day else ""
 
 

@@ -41,6 +41,9 @@ SPANISH_IN_ENGLISH = re.compile(
 # English in a Spanish text: a month or day name (always capitalized in English; "May" alone is
 # not a Spanish word), or an English date pattern ("March 2, 2027").
 ENGLISH_IN_SPANISH = re.compile(r"\b(?:" + "|".join(ENGLISH_MONTHS + ENGLISH_DAYS) + r")\b")
+# English dates are written one way, day first: "2 March 2027", "1 July" (issue 18); never month
+# first ("March 2, 2027", "July 1").
+MONTH_FIRST = re.compile(r"(?<!\d )\b(?:" + "|".join(ENGLISH_MONTHS) + r") \d{1,2}\b")  # not "1 January 2 March" (two cells)
 
 CORRECTION_REASON = "Cabida medida de nuevo"
 
@@ -61,8 +64,8 @@ def pdf_text(data: bytes) -> str:
 
 def wrong_language(text: str, language: str) -> list[str]:
     """The words of ``text`` that belong to the other language, with a little context."""
-    pattern = SPANISH_IN_ENGLISH if language == "en" else ENGLISH_IN_SPANISH
-    return [text[max(0, m.start() - 40): m.end() + 40] for m in pattern.finditer(text)]
+    patterns = (SPANISH_IN_ENGLISH, MONTH_FIRST) if language == "en" else (ENGLISH_IN_SPANISH,)
+    return [text[max(0, m.start() - 40): m.end() + 40] for pattern in patterns for m in pattern.finditer(text)]
 
 
 def test_the_patterns_catch_what_they_are_meant_to_catch():
@@ -70,7 +73,9 @@ def test_the_patterns_catch_what_they_are_meant_to_catch():
     assert wrong_language("Pay by 2 de March de 2027.", "en")
     assert wrong_language("2026-2027 plazo 1 (julio)", "en")
     assert wrong_language("Issued on miércoles", "en")
-    assert not wrong_language("2026-2027 installment 1 (July), due July 1, 2026 · 01/07/2026", "en")
+    assert not wrong_language("2026-2027 installment 1 (July), due 1 July 2026 · 01/07/2026", "en")
+    assert wrong_language("due July 1, 2026", "en") and wrong_language("on July 1 and January 1", "en")
+    assert not wrong_language("due 1 January 2 March 2027 not yet due", "en")  # two table cells, each day first
     assert wrong_language("vence el 1 de July de 2026", "es")
     assert wrong_language("el lunes, Monday", "es")
     assert not wrong_language("2026-2027 plazo 1 (julio), vence el 1 de julio de 2026 · Mayagüez", "es")
@@ -204,7 +209,7 @@ def test_every_page_and_document_in_each_language_holds_none_of_the_other(client
     assert "2026-2027 plazo 1 (julio)" in read["es verify receipt"]
     assert "$22,950.00 by 2 March 2027" in read["en landowner /"]
     assert "$22,950.00 a más tardar el 2 de marzo de 2027" in read["es landowner /"]
-    assert "de julio de 2026" in read["es bill"] and "July 1, 2026" in read["en bill"]
+    assert "de julio de 2026" in read["es bill"] and "1 July 2026" in read["en bill"]
 
 
 @pytest.mark.django_db

@@ -98,7 +98,8 @@ def certificate_issue(*, acting_user: Any, parcel: Parcel, as_of: date) -> DebtC
     parcel = Parcel.objects.select_for_update().select_related("owner").get(pk=parcel.pk)
     previous = DebtCertificate.objects.filter(parcel=parcel, superseded_by__isnull=True).first()
     data = CertificateSnapshot(statement=statement(parcel=parcel, as_of=as_of), owner_name=parcel.owner.name,
-                               owner_key=parcel.owner.owner_key, officer_name=officer_name, officer_title=officer_title).to_json()
+                               owner_key=parcel.owner.owner_key, officer_name=officer_name, officer_title=officer_title,
+                               language=parcel.owner.preferred_language).to_json()
     certificate = DebtCertificate.objects.create(
         number=document_number("certificate", "CD", timezone.localdate()), parcel=parcel, as_of=as_of, snapshot=data,
         supersedes=previous, issued_by=acting_user,
@@ -140,7 +141,8 @@ def seizure_step_issue(*, acting_user: Any, parcel: Parcel, kind: str, on: date 
     term_ends = on + timedelta(days=30) if kind == SeizureStep.Kind.NOTICE else None
     number = document_number(f"seizure_{kind}", {"notice": "NE", "certificate": "CE", "auction": "AS"}[kind], on)
     step = SeizureStep(case=case, kind=kind, number=number, issued_on=on, term_ends=term_ends, issued_by=acting_user, pdf=b"",
-                       debt={**debt.to_json(), "officer_name": officer_name, "officer_title": officer_title})
+                       debt={**debt.to_json(), "officer_name": officer_name, "officer_title": officer_title,
+                             "language": parcel.owner.preferred_language})  # the notice is written in the owner's language
     step.verification_code, step.pdf = documents.seizure_notice_render(step, parcel=parcel)
     step.sha256 = hashlib.sha256(step.pdf).hexdigest()
     step.save()

@@ -241,6 +241,7 @@ def _receipt_issue(*, payment: Payment, office: Office, account: Account, applic
         change=payment.change.amount if payment.change is not None else None,
         backdate_reason=payment.backdate_reason,
         recorded_on=timezone.localdate(payment.created_at) if payment.backdated else None,
+        language=parcel.owner.preferred_language,  # the receipt is written in the owner's document language
     ).to_json()
     receipt = Receipt.objects.create(office=office, fiscal_year=fiscal_year, number=series.last_number, payment=payment, snapshot=snapshot)
     documents.receipt_document_store(receipt)  # ¶9: the PDF, rendered once and stored in this transaction

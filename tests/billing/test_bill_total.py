@@ -192,7 +192,7 @@ def test_an_english_owner_gets_the_bill_in_english_on_demand_and_in_bulk(distric
     july = Charge.objects.get(parcel__parcel_id="P4", number=1)
     bill = bills.bill_issue(acting_user=staff["hacienda"], charge=july, issued_on=date(2026, 7, 1))
     text = text_of(bytes(bill.document.pdf))
-    assert "Total to pay $6,930.90 Pay $6,930.90 by August 31, 2026." in text
+    assert "Total to pay $6,930.90 Pay $6,930.90 by 31 August 2026." in text
     assert "Where and how to pay (¶13): Colecturía de Lajas" in text
     assert "Hours: Monday to Friday, 8:00 a.m. to 4:30 p.m." in text and "Ways to pay: Cash, check or money order." in text
     assert "Aviso de contribución" not in text and "agosto" not in text and bill.snapshot["language"] == "en"

@@ -112,7 +112,7 @@ def test_certificate_rows_add_up_to_both_totals_signed_by_name_and_title(distric
     english = pdf.render_certificate_pdf(certificate=certificate, lang="en")
     keep(english, "certificate_en.pdf")
     text_en = flat(text_of(english))
-    assert "Owed today (October 15, 2026) $7,000.21" in text_en and "Total lien on the parcel $13,931.11" in text_en
+    assert "Owed today (15 October 2026) $7,000.21" in text_en and "Total lien on the parcel $13,931.11" in text_en
     assert "delinquent" in text_en and "not yet due" in text_en and "Gravamen" not in text_en and "moroso" not in text_en
     # the public verification page states both totals and who signed
     page_table = documents.verification(certificate.document.verification_code)

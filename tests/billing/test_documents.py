@@ -169,7 +169,7 @@ def test_receipt_in_english_on_request(district_1, staff):
     data = documents.render_receipt(receipt, lang="en")
     text = flat(text_of(data))
     assert page_count(data) == 1
-    assert "October 15, 2026" in text and "July 1, 2026" in text and "$7,000.21" in text
+    assert "15 October 2026" in text and "1 July 2026" in text and "$7,000.21" in text
     assert "Cadastre number" in text  # a label the English catalog has
     assert "15 de octubre de 2026" in flat(text_of(bytes(receipt.document.pdf)))  # the stored one stays Spanish
     assert str(PdfReader(io.BytesIO(data)).trailer["/Root"]["/Lang"]) == "en"
@@ -291,7 +291,7 @@ def test_bill_states_amounts_as_of_its_date_with_the_surcharge_counted(district_
     page = client.get(f"/verificar/{bill.document.verification_code}/").content.decode()
     assert "Aviso de contribución" in page and bill.number in page and "$7,000.21" in page and "DOCUMENTO VÁLIDO" in page
     english = flat(text_of(documents.render_bill(bill, lang="en")))
-    assert "July 1, 2026" in english and "October 15, 2026" in english and "$7,000.21" in english
+    assert "1 July 2026" in english and "15 October 2026" in english and "$7,000.21" in english
 
 
 @pytest.mark.django_db

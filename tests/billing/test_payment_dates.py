@@ -106,7 +106,7 @@ def test_a_back_dated_payment_is_allocated_on_its_day_and_marked_on_the_payment_
     assert "Fecha de pago 15 de septiembre de 2026" in text
     assert f"Pago con fecha retroactiva, registrado el 15 de octubre de 2026 por Edwin Figueroa Ramos: {REASON}" in text
     english = flat(text_of(documents.render_receipt(receipt, lang="en")))
-    assert f"Back-dated payment, recorded on October 15, 2026 by Edwin Figueroa Ramos: {REASON}" in english
+    assert f"Back-dated payment, recorded on 15 October 2026 by Edwin Figueroa Ramos: {REASON}" in english
     # the receipt page
     client.force_login(supervisor)
     page = client.get(reverse("billing:receipt", args=[receipt.pk])).content.decode()

@@ -161,7 +161,7 @@ def test_the_entries_show_on_the_landowners_and_the_staffs_page_and_in_the_pdf(c
                    "01/11/2026: $940.21"):
         assert wanted in text, wanted
     english_pdf = pdf_text(statements.pdf.html_to_pdf(statements.statement_html(statement=issued, code="", lang="en")))
-    assert "Credit applied from correction no. 1 of the 2026-2027 roll, 01/11/2026: $940.21" in english_pdf
+    assert "Credit applied from correction no. 1 of the 2026-2027 roll, 1 November 2026: $940.21" in english_pdf
 
 
 def test_a_closure_shows_its_moved_last_day_and_the_surcharge_it_gave_back(district_1, staff):
