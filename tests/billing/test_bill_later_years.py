@@ -5,10 +5,13 @@ since when and with what surcharge (¶12). Read back from the stored PDF."""
 
 from __future__ import annotations
 
+import io
 import os
+import re
 from datetime import date
 from decimal import Decimal
 
+import pdfplumber
 import pytest
 
 from billing import rules
@@ -19,7 +22,7 @@ from billing.services import bills
 from billing.services.installments import roll_finalize
 from levy.services import estimate_certify, estimate_enter, levy_compute
 from tests.billing.conftest import example_1_finalize
-from tests.billing.test_bill_total import text_of
+from tests.billing.test_bill_total import PANEL_BOTTOM, text_of
 from tests.clock import on_day
 
 D = Decimal
@@ -45,6 +48,14 @@ def two_rolls(make_parcel, owner_a, staff):
         estimate_certify(acting_user=staff["authority"], fiscal_year="2027-2028")
         levy_compute(acting_user=staff["hacienda"], fiscal_year="2027-2028")
         roll_finalize(acting_user=staff["hacienda"], fiscal_year="2027-2028", today=date(2026, 12, 1))
+
+
+def left_column(data: bytes) -> str:
+    """The words of the page's left half below the envelope panel, in reading order (the boxes
+    side by side at the foot of the bill would otherwise interleave)."""
+    with pdfplumber.open(io.BytesIO(data)) as document:
+        page = document.pages[0]
+        return re.sub(r"\s+", " ", page.within_bbox((0, PANEL_BOTTOM, page.width / 2, page.height)).extract_text())
 
 
 def p4(year: str, number: int) -> Charge:
@@ -152,3 +163,41 @@ def test_a_bill_is_not_issued_before_its_offer_date(two_rolls, staff, settings):
     settings.BILL_OFFER_DAYS = 400  # a longer window is a setting
     assert len(installment_bills(parcel, today=date(2026, 12, 1))) == 4
     bills.bill_issue(acting_user=staff["hacienda"], charge=p4("2027-2028", 2), issued_on=date(2026, 12, 1))
+
+
+@pytest.mark.django_db
+def test_a_bill_issued_after_the_last_day_says_it_is_overdue_since_when_and_its_surcharge(two_rolls, staff):
+    """Point 5, AV-2026-000002: P4's July 2026 bill issued on 2026-12-01. Last day 2026-08-31, so
+    delinquent from 2026-09-01; 4 periods begun (Sep 1, Oct 1, Nov 1, Dec 1): ½% × 4 × 6,930.90 =
+    138.6180 → $138.62; total $7,069.52 until 2026-12-31 (the fifth period begins 2027-01-01)."""
+    bill = bills.bill_issue(acting_user=staff["hacienda"], charge=p4("2026-2027", 1), issued_on=date(2026, 12, 1))
+    data = bytes(bill.document.pdf)
+    keep("late-july", data)
+    text = text_of(data)
+    # In the panel, under the amount: overdue, since when, and the surcharge.
+    panel = text.split("Desglose del total a pagar")[0]
+    assert ("Total a pagar $7,069.52 Pague $7,069.52 a más tardar el 31 de diciembre de 2026. Este plazo está moroso desde "
+            "el 1 de septiembre de 2026: lleva $138.62 de recargo al 1 de diciembre de 2026.") in panel
+    assert ("Este plazo está moroso desde el 1 de septiembre de 2026. Venció el 1 de julio de 2026 y no se pagó completo a más "
+            "tardar el 31 de agosto de 2026, el último día sin recargo. Al 1 de diciembre de 2026 lleva $138.62 de recargo, ½% de "
+            "lo no pagado por cada mes o fracción de mes, y sigue subiendo cada mes hasta que se pague.") in left_column(data)
+    assert "Si el plazo no se paga" not in text and "se vuelve moroso" not in text
+    # A bill issued on time keeps the warning of what happens after the last day.
+    on_time = bills.bill_issue(acting_user=staff["hacienda"], charge=p4("2026-2027", 2), issued_on=date(2026, 12, 1))
+    text = text_of(bytes(on_time.document.pdf))
+    assert ("Si el plazo no se paga a más tardar el 2 de marzo de 2027, se vuelve moroso y desde el 3 de marzo de 2027"
+            in left_column(bytes(on_time.document.pdf)))
+    assert "está moroso desde" not in text.split("Desglose")[0].split("Total a pagar")[1]
+
+
+@pytest.mark.django_db
+def test_the_bill_cites_the_law_in_footnotes_not_in_its_labels(two_rolls, staff):
+    """Point 6: no ¶ mark in the bill's text; the five footnotes at the foot of the page carry them."""
+    bill = bills.bill_issue(acting_user=staff["hacienda"], charge=p4("2026-2027", 2), issued_on=date(2026, 12, 1))
+    text = text_of(bytes(bill.document.pdf))
+    body, notes = text.split("Acres por gravedad más la mitad de los acres por bombeo")
+    assert "¶" not in body
+    for mark in ("(¶5 de la ley)", "(¶6)", "(¶7)", "(¶9)", "(¶11, ¶12)", "(¶12)", "(¶13)", "(¶14)"):
+        assert mark in notes
+    english = text_of(bills.documents.render_bill(bill, lang="en"))
+    assert "¶" not in english.split("Gravity acres plus half the pumped acres")[0]
