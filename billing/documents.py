@@ -210,7 +210,10 @@ def bill_html(*, number: str, snapshot: dict[str, Any], issued_on: date, code: s
             "owed": [_owed_row(line, rate) for line in bill.owed], "paid_any": bill.paid > 0,
             "number": number, "b": snapshot, "issued_on": issued_on,
             "due_date": bill.due_date, "last_day_to_pay": bill.last_day_to_pay,
-            "delinquent_from": date.fromordinal(bill.last_day_to_pay.toordinal() + 1),
+            "delinquent_from": bill.delinquent_from,
+            # ¶12: issued after the last day, the bill says it is overdue (issue 18, point 5), and
+            # what charges after it already owe (``later_due``; none on bills issued before it).
+            "late": bill.late and bill.balance > 0, "later_due": bill.later_due,
             # ¶12: bills issued before these were frozen say "1 de julio y 1 de enero".
             "first_due": bill.first_due, "second_due": bill.second_due,
             "credit": bill.credit > 0, "rate": rate_label(rate),

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hmac
 import logging
+from datetime import date, timedelta
 from typing import Any
 
 from django.conf import settings
@@ -168,15 +169,23 @@ def invite_email_send(*, user: AbstractBaseUser, owner: Owner) -> None:
 # --- Bills and numbered statements on demand (reads) ------------------------------------------
 
 
-def installment_bills(parcel: Parcel) -> list[dict[str, Any]]:
-    """Each installment of a finalized roll of ``parcel`` with its bill when it has one (one per
-    installment, ``services.bills``), newest fiscal year first: what the portal's statement, the
-    landowner's home and the counter offer to download."""
+def installment_bills(parcel: Parcel, *, today: date | None = None) -> list[dict[str, Any]]:
+    """Each installment of a finalized roll of ``parcel`` whose bill is offered by ``today``
+    (from ``settings.BILL_OFFER_DAYS`` before it falls due, ``services.bills.offered_from``), with
+    its bill when it has one (one per installment, ``services.bills``): the current fiscal year
+    first, then the others newest first. What the portal's statement, the landowner's home and
+    the counter offer to download."""
+    from django.utils import timezone
+
     from levy.models import Levy
 
     from .models import Bill, Charge
 
-    charges = list(Charge.objects.filter(parcel=parcel, kind=Charge.Kind.INSTALLMENT, roll_line__levy__status=Levy.Status.FINAL)
-                   .select_related("fiscal_year").order_by("-fiscal_year__label", "number"))
+    today = today or timezone.localdate()
+    horizon = today + timedelta(days=settings.BILL_OFFER_DAYS)
+    charges = list(Charge.objects.filter(parcel=parcel, kind=Charge.Kind.INSTALLMENT, roll_line__levy__status=Levy.Status.FINAL,
+                                         due_date__lte=horizon)
+                   .select_related("fiscal_year").order_by("-fiscal_year__start", "number"))
+    charges.sort(key=lambda charge: not (charge.fiscal_year.start <= today <= charge.fiscal_year.end))  # stable: current year first
     bills = {bill.charge_id: bill for bill in Bill.objects.filter(charge__in=charges).only("pk", "number", "charge_id")}
     return [{"charge": charge, "bill": bills.get(charge.pk)} for charge in charges]

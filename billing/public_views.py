@@ -14,7 +14,7 @@ from django.views.decorators.debug import sensitive_post_parameters
 
 from parcels.middleware import client_ip
 
-from . import accounts, documents, public
+from . import accounts, documents, public, selectors
 from .errors import BillingError
 from .models import AccountStatement
 from .services import statements
@@ -58,5 +58,6 @@ def owed(request: HttpRequest) -> HttpResponse:
                     return response
             today = timezone.localdate()
             context.update(statement=accounts.statement(parcel=found.parcel, as_of=today), today=today,
+                           holds_through=selectors.owed_today_holds_through(parcel=found.parcel, as_of=today),
                            parcel_id=data["parcel_id"], access_code=data["access_code"])
     return render(request, "portal/owed.html", context, status=status)

@@ -355,39 +355,77 @@ def next_surcharge_start(state: ChargeState, *, on: date) -> date | None:
 class AmountToPay:
     """¶12, ¶13: the one amount a bill asks for and the last day it holds.
 
-    ``amount`` is the account's total due on the bill's date plus the billed installment's balance
-    when it is not yet due; ``valid_through`` is the earliest of the day before each owed charge's
-    next surcharge period (for the billed installment, before it turns delinquent: its last day to
-    pay); ``owed_keys`` are the charges it pays, in the account's order (the billed one included)."""
+    ``amount`` is the balance of every charge that comes, in payment order (due date, then key:
+    :func:`account_state`, :func:`allocate`), up to and including the billed installment, as of
+    the bill's date: paid on or before ``valid_through``, it pays that installment in full.
+    ``valid_through`` is the earliest of the day before each owed charge's next surcharge period
+    (for a charge not yet delinquent, its last day to pay); ``owed_keys`` are the charges it
+    pays, in payment order (the billed one last). ``later_due`` is what charges after the billed
+    one in payment order already owe on the bill's date (their own bills ask for it)."""
 
     amount: Decimal
     valid_through: date
     owed_keys: tuple[str, ...]
+    later_due: Decimal = ZERO
 
 
 def amount_to_pay(*, account: AccountState, charge_key: str) -> AmountToPay:
     """¶12, ¶13: what a bill of ``charge_key`` asks to pay (*total a pagar*) and until when.
 
-    Paying it on or before ``valid_through`` leaves nothing overdue: every charge due by the bill's
-    date is paid with its surcharge so far, and so is the billed installment. After that day a
-    new surcharge period has begun on some owed charge (or the billed one turned delinquent), so
-    the amount no longer suffices. A July bill of 100.00 due 2026-07-01 (last day 2026-08-31)
-    with nothing else owed: 100.00 through 2026-08-31. Its January bill of 100.00 issued on
-    2027-01-01 while July is unpaid: July owes 100.00 + ½% × 5 = 102.50, total 202.50, valid
-    through 2027-01-31 (July's sixth period begins 2027-02-01, before January's last day)."""
-    this = next((state for state in account.charges if state.key == charge_key), None)
-    if this is None:
+    Payments go to the oldest charge first, so a bill pays its installment only once every
+    charge before it is paid: it asks for all of them, the installments not yet due included
+    (``docs/interpretations.md``, "What a bill's total to pay means"). Paying it on or before
+    ``valid_through`` leaves the billed installment and everything before it paid. After that
+    day a new surcharge period has begun on some owed charge (or one turned delinquent), so the
+    amount no longer suffices. A July bill of 100.00 due 2026-07-01 (last day 2026-08-31) with
+    nothing else owed: 100.00 through 2026-08-31. Its January bill of 100.00 issued on 2027-01-01
+    while July is unpaid: July owes 100.00 + ½% × 5 = 102.50, total 202.50, valid through
+    2027-01-31 (July's sixth period begins 2027-02-01, before January's last day). A bill of a
+    later year's installment issued while this year's January is not yet due asks for January
+    too, since the payment would go there first."""
+    position = next((index for index, state in enumerate(account.charges) if state.key == charge_key), None)
+    if position is None:
         raise BillingRuleError(f"no charge {charge_key!r} on the account")
     on = account.as_of
-    amount = account.total_due + (this.balance if this.due > on else ZERO)
-    owed = [state for state in account.charges if state.balance > 0 and (state.due <= on or state.key == charge_key)]
+    this = account.charges[position]
+    owed = [state for state in account.charges[: position + 1] if state.balance > 0]
     limits = [this.last_day] if on <= this.last_day else []
     for state in owed:
         start = next_surcharge_start(state, on=on)
         if start is not None:
             limits.append(start - timedelta(days=1))
-    valid_through = min(limits) if limits else this.last_day
-    return AmountToPay(amount=amount, valid_through=valid_through, owed_keys=tuple(state.key for state in owed))
+    later = sum((state.balance for state in account.charges[position + 1:] if state.due <= on and state.balance > 0), ZERO)
+    return AmountToPay(amount=sum((state.balance for state in owed), ZERO),
+                       valid_through=min(limits) if limits else this.last_day,
+                       owed_keys=tuple(state.key for state in owed), later_due=later)
+
+
+def owed_today_holds_through(*, account: AccountState) -> date | None:
+    """¶12, ¶13: the last day the account's *adeudado hoy* (``total_due``) stays what it is: the
+    day before the earliest of the next surcharge period of a charge already due and the due
+    date of the next charge with something unpaid. ``None`` when nothing owed will change (every
+    charge paid, or none that accrues surcharge and none still to fall due)."""
+    on = account.as_of
+    changes = []
+    for state in account.charges:
+        if state.balance <= 0:
+            continue
+        if state.due > on:
+            changes.append(state.due)
+            continue
+        start = next_surcharge_start(state, on=on)
+        if start is not None:
+            changes.append(start)
+    return min(changes) - timedelta(days=1) if changes else None
+
+
+def bill_offered_from(*, due: date, offer_days: int) -> date:
+    """The first day an installment's bill is offered (portal, counter, bulk printing):
+    ``offer_days`` before its due date (``settings.BILL_OFFER_DAYS``), so a bill is never issued
+    so early that the installments before it still have to fall due (¶12)."""
+    if offer_days < 0:
+        raise BillingRuleError(f"offer_days {offer_days} is negative")
+    return due - timedelta(days=offer_days)
 
 
 # --- sec. 374a water sales before the levy starts (¶8) -----------------------------------------

@@ -274,3 +274,14 @@ def debt_table(statement: Statement, *, owing_only: bool = False) -> DebtTable:
     if table.due_today["balance"] != statement.total_due or table.lien["balance"] != statement.total_balance:
         raise ValueError(f"the rows of {statement.parcel_id} as of {statement.as_of} do not add up to the statement's totals")
     return table
+
+
+def owed_today_holds_through(*, parcel: Parcel, as_of: date) -> date | None:
+    """¶12, ¶13: the last day the parcel's *adeudado* as of ``as_of`` stays that amount
+    (``rules.owed_today_holds_through``): the estado and the public lookup say until when it
+    holds, as a bill does (issue 18, point 6). ``None`` when nothing owed will change."""
+    from . import rules
+    from .accounts import account_states
+
+    account = account_states(parcels=[parcel], as_of=as_of, roll_lines=False)[parcel.pk]
+    return rules.owed_today_holds_through(account=account.state)

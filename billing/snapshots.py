@@ -327,9 +327,11 @@ class BillSnapshot:
     first_due: date | None = None
     second_due: date | None = None
     roll_hash: str = ""  # the final roll's hash in its chain (billing.chain), printed on the bill
-    # ¶12, ¶13: the one amount to pay (the account's total due on the bill's date plus this
-    # installment's balance if not yet due), the last day it holds (rules.amount_to_pay), and the
+    # ¶12, ¶13: the one amount to pay, the last day it holds (rules.amount_to_pay), and the
     # charges it pays. Bills frozen before these were recorded have none and print as before.
+    # Bills issued before 2026-12 (issue 18) froze the account's total due plus this installment;
+    # later ones every charge up to and including this installment in payment order, and
+    # ``later_due`` (None on the earlier ones) what charges after it already owed that day.
     amount_to_pay: Decimal | None = None
     pay_by: date | None = None
     owed: tuple[BillOwedLine, ...] = ()
@@ -339,10 +341,22 @@ class BillSnapshot:
     language: str = ""
     office: BillOffice | None = None
     corrections: tuple[int, ...] = ()  # ¶9: the numbers of the roll corrections in om_charge … second_installment
+    later_due: Decimal | None = None
+
+    @property
+    def late(self) -> bool:
+        """¶12: issued after the installment's last day to pay: it is delinquent on the bill's date."""
+        return self.as_of > self.last_day_to_pay
+
+    @property
+    def delinquent_from(self) -> date:
+        """¶12: the installment's first delinquent day, the day after its last day to pay."""
+        return date.fromordinal(self.last_day_to_pay.toordinal() + 1)
 
     def to_json(self) -> dict[str, Any]:
         return {
             "corrections": list(self.corrections),
+            **({"later_due": str(self.later_due)} if self.later_due is not None else {}),
             "amount_to_pay": _str(self.amount_to_pay),
             "pay_by": _iso(self.pay_by),
             "owed": [line.to_json() for line in self.owed],
@@ -403,6 +417,7 @@ class BillSnapshot:
             mailing_block=tuple(snap.get("mailing_block", [])), language=snap.get("language", ""),
             office=BillOffice.from_json(snap["office"]) if snap.get("office") else None,
             corrections=tuple(snap.get("corrections", ())),
+            later_due=_dec(snap.get("later_due")),
         )
 
 

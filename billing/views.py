@@ -247,6 +247,7 @@ def statement(request: HttpRequest, pk: int) -> HttpResponse:
     as_of = (form.cleaned_data.get("as_of") if form.is_bound and form.is_valid() else None) or today
     return render(request, "billing/statement.html", {
         "parcel": parcel, "statement": accounts.statement(parcel=parcel, as_of=as_of), "form": form, "today": today,
+        "holds_through": selectors.owed_today_holds_through(parcel=parcel, as_of=as_of),  # until when the amount holds
         "payments": selectors.parcel_payments(parcel=parcel, until=as_of),
         "can_collect": has_role(request.user, *COUNTER_ROLES),
         "can_certify": has_role(request.user, HACIENDA, COLLECTOR, SUPERVISOR),  # ¶11: e.g. before a sale

@@ -293,6 +293,10 @@ EMAIL_SUBJECT_PREFIX = "[Riego Lajas] "
 BOOKS_CHECK_CRON = env("BOOKS_CHECK_CRON", "30 6 * * *")
 BACKUP_CRON = env("BACKUP_CRON").strip()
 
+# Bills (billing.services.bills): an installment's bill is offered (portal, counter, bulk printing)
+# and issued from this many days before its due date, not earlier.
+BILL_OFFER_DAYS = envint("BILL_OFFER_DAYS", "45")
+
 # Demo data (seed_demo) is for development only.
 DEMO_DATA_ALLOWED = DEBUG or envbool("DEMO_DATA_ALLOWED")
 

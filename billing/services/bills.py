@@ -12,9 +12,11 @@ from datetime import date
 from decimal import Decimal
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
+from django.utils.translation import get_language
 from django.utils.translation import gettext as _
 
 from levy.models import FiscalYear, Levy, RollLine
@@ -27,7 +29,7 @@ from ..accounts import account_states, charge_key, delinquency_parameters, line_
 from ..errors import BillingError
 from ..models import Bill, BillBatch, Charge, DocumentSeries, IssuedDocument, Office, charge_names
 from ..snapshots import BillOffice, BillOwedLine, BillSnapshot
-from ..wording import surcharge_groups
+from ..wording import long_date, surcharge_groups
 from .numbering import numbers_allocate
 
 logger = logging.getLogger(__name__)
@@ -158,8 +160,24 @@ def bill_snapshot(*, charge: Charge, issued_on: date, facts: AccountFacts | None
         roll_hash=chain.roll_hash(line.levy_id),  # the final roll's link in the chain (billing.chain)
         amount_to_pay=facts.to_pay.amount if facts.to_pay else None, pay_by=facts.to_pay.valid_through if facts.to_pay else None,
         owed=facts.owed, mailing_block=parcel.owner.mailing_block(), language=parcel.owner.preferred_language,
-        office=office,
+        office=office, later_due=facts.to_pay.later_due if facts.to_pay else None,
     ).to_json()
+
+
+def offered_from(charge: Charge) -> date:
+    """The first day the installment's bill is offered and issued: ``settings.BILL_OFFER_DAYS``
+    before its due date (``rules.bill_offered_from``)."""
+    return rules.bill_offered_from(due=charge.due_date, offer_days=settings.BILL_OFFER_DAYS)
+
+
+def _check_offered(charge: Charge, on: date) -> None:
+    """Refuse a bill issued before its installment is offered: the installments before it would
+    still have to fall due, and the bill's total would be mostly theirs (``rules.amount_to_pay``)."""
+    start = offered_from(charge)
+    if on < start:
+        raise BillingError(_("El aviso del plazo %(n)s del año fiscal %(y)s se emite desde el %(d)s, %(k)s días antes de "
+                             "vencer el plazo.") % {"n": charge.number, "y": charge.fiscal_year.label,
+                                                    "d": long_date(start, "en" if get_language() == "en" else "es"), "k": settings.BILL_OFFER_DAYS})
 
 
 def _check_bill_user(acting_user: Any) -> None:
@@ -195,6 +213,7 @@ def bill_issue(*, acting_user: Any, charge: Charge | int, issued_on: date | None
     existing = bill_of(charge)
     if existing is not None:
         raise BillingError(_("El plazo ya tiene su aviso %(n)s: se reimprime como COPIA.") % {"n": existing.number})
+    _check_offered(charge, on)
     return _bill_store(acting_user=acting_user, charge=charge, on=on, lang=lang)
 
 
@@ -305,6 +324,7 @@ def bill_get_or_issue(*, acting_user: Any | None, charge: Charge, lang: str | No
     else:
         _check_bill_user(acting_user)
     on = timezone.localdate()
+    _check_offered(charge, on)
     _series_and_charge_lock(charge, on)
     existing = bill_of(charge)  # another request may have issued it meanwhile
     if existing is not None:
@@ -375,8 +395,10 @@ def bill_batch_start(acting_user: Any, fiscal_year: str | FiscalYear, number: in
     if not Levy.objects.filter(fiscal_year=year, status=Levy.Status.FINAL).exists():
         raise BillingError(_("El padrón de %(y)s no está finalizado: no hay avisos que imprimir.") % {"y": label})
     batch = BillBatch(fiscal_year=year, number=number, filters=_clean_filters(filters), created_by=acting_user)
-    if not bill_batch_charges(batch).exists():
+    first = bill_batch_charges(batch).select_related("fiscal_year").order_by("due_date").first()
+    if first is None:
         raise BillingError(_("Ningún plazo corresponde a esa selección."))
+    _check_offered(first, timezone.localdate())
     batch.save()
     batch.job = _bill_batch_defer(acting_user, batch, processes, queue)
     batch.save(update_fields=["job"])

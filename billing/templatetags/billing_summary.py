@@ -21,3 +21,11 @@ def parcel_owed_box(parcel: Any) -> dict[str, Any]:
     unpaid = [line for line in statement.lines if line.balance > 0]
     first = min(unpaid, key=lambda line: line.last_day_to_pay) if unpaid else None
     return {"parcel": parcel, "statement": statement, "first": first, "late": first is not None and first.last_day_to_pay < today}
+
+
+@register.simple_tag
+def bill_offer_days() -> int:
+    """``settings.BILL_OFFER_DAYS``: how many days before its due date an installment's bill is offered."""
+    from django.conf import settings
+
+    return settings.BILL_OFFER_DAYS

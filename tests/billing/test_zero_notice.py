@@ -52,10 +52,10 @@ def test_finalization_issues_a_zero_notice_for_a_line_at_full_credit(finalized, 
     text = text_of(bytes(document.pdf))
     for expected in [
         "Aviso de contribución", "AV-2026-000001", "Aviso anual: nada que pagar", "Número de catastro Z1",
-        "Contribución de operación y mantenimiento impuesta, año fiscal 2026-2027 (¶6, ¶9) $1,122.00",
-        "Crédito por derechos de agua cedidos: 100.00 % de la contribución (¶7, ¶9) -$1,122.00",
+        "Contribución de operación y mantenimiento impuesta, año fiscal 2026-20275 $1,122.00",
+        "Crédito por derechos de agua cedidos: 100.00 % de la contribución -$1,122.00",
         "el crédito cubre toda la contribución $0.00", "Nada que pagar en el año fiscal 2026-2027",
-        "este aviso hace constar la contribución impuesta",
+        "Este aviso hace constar la contribución impuesta",
     ]:
         assert expected in text, expected
     assert "Importe del plazo" not in text and "Último día para pagar" not in text

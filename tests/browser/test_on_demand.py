@@ -42,8 +42,19 @@ def download_text(visit, selector: str) -> tuple[str, str]:
 def test_the_landowner_downloads_the_bill_and_a_numbered_statement_from_the_portal(visit, district, language):
     _open(visit, language, "carmen")
     _look(visit, "/", "home-on-demand", language)
-    assert visit.page.locator(BILL_BUTTON).count() == 4  # two halves of P1 and of P2
+    # Issue 18: only the July halves of P1 and P2; January's bills are offered from 17 November
+    # (BILL_OFFER_DAYS, 45 days before 1 January), and the list says so.
+    assert visit.page.locator(BILL_BUTTON).count() == 2
+    section = visit.page.locator("section.on-demand").first.inner_text()
+    assert ("El aviso de un plazo se ofrece desde 45 días antes de que venza" in section if language == "es-pr"
+            else "An installment's bill is offered from 45 days before it falls due" in section)
     _look(visit, f"/colecturia/predio/{district['p2'].pk}/estado/", "statement-on-demand", language)
+    # Issue 18, point 6: the estado says until when today's amount holds: July's third period
+    # begins 1 November, so 23,179.50 holds through 31 October.
+    owed = visit.page.locator("#owed-holds").inner_text()
+    assert (owed == "Esta cantidad vale hasta el 31/10/2026, inclusive; después sube por el recargo o porque vence otro plazo."
+            if language == "es-pr" else owed.startswith("This amount holds through") and "2026" in owed)
+    assert visit.page.locator("#owed-holds").is_visible()
     name, text = download_text(visit, BILL_BUTTON)
     bill = Bill.objects.get()
     assert bill.charge.parcel.parcel_id == "P2" and bill.charge.number == 1 and name == f"aviso-{bill.number}.pdf" and "COPIA" not in text
