@@ -1,9 +1,10 @@
-import ipaddress
 from collections.abc import Callable
 
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.utils import translation
 from django.utils.translation import gettext as _
+
+from .network import client_ip  # noqa: F401  (its old home: billing and tests import it from here)
 
 # Every page is served from our own origin only: no CDN, no outside fonts, scripts or images.
 CONTENT_SECURITY_POLICY = (
@@ -23,24 +24,6 @@ class SecurityHeadersMiddleware:
         response.headers.setdefault("Content-Security-Policy", CONTENT_SECURITY_POLICY)
         response.headers.setdefault("Permissions-Policy", "camera=(), microphone=(), geolocation=()")
         return response
-
-
-def client_ip(request: HttpRequest) -> str:
-    """The client's address for every throttle (django-axes' sign-in lockout, password resets).
-
-    Behind deploy/nginx.conf (``BEHIND_PROXY``) it is the ``X-Real-IP`` header, which that nginx
-    always overwrites with the address it saw (a trusted load balancer's report of it through the
-    realip module, else the socket's), so nothing a client writes in any header reaches it. Without
-    a proxy it is the socket's address. X-Forwarded-For is never read: its entries are the client's."""
-    from django.conf import settings
-
-    if settings.BEHIND_PROXY:
-        seen = request.META.get("HTTP_X_REAL_IP", "").strip()
-        try:
-            return str(ipaddress.ip_address(seen))
-        except ValueError:  # absent or not an address: the request did not come through nginx
-            pass
-    return request.META.get("REMOTE_ADDR", "")
 
 
 class RejectNulMiddleware:

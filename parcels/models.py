@@ -45,7 +45,7 @@ from django.utils.translation import pgettext_lazy
 
 from .addresses import PR_ZIP_MESSAGE, PR_ZIP_PATTERN, STATES, ZIP_FORMAT_MESSAGE, ZIP_PATTERN, Address, usps_block, zip_problem
 from .database import APPEND_ONLY, NO_TRUNCATE
-from .search import CodeKey, Fold
+from .lookups import CodeKey, Fold
 
 ACRE_PLACES = Decimal("0.0001")
 SQUARE_METRES_PER_CUERDA = Decimal("3930.395625")

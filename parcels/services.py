@@ -550,8 +550,8 @@ def access_event_record(*, acting_user: Any, kind: str, request: Any = None, use
     """Append one access event. ``acting_user`` is the signed-in user (None for a failed sign-in,
     whose typed ``username`` is kept instead); only the name, the client address, the path and
     ``detail`` are stored, never credentials."""
-    from .middleware import client_ip
     from .models import AccessEvent
+    from .network import client_ip
 
     user = acting_user if getattr(acting_user, "is_authenticated", False) else None
     event = AccessEvent(
