@@ -90,6 +90,8 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "parcels.middleware.SecurityHeadersMiddleware",
+    # Outside everything that answers for a signed-in session: its responses are never stored.
+    "parcels.middleware.PrivatePagesMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     # Before anything that queries with what the request carries (the session: its cookie).
     "parcels.middleware.RejectNulMiddleware",
