@@ -122,8 +122,7 @@ def enrol(request: HttpRequest) -> HttpResponse:
             services.access_event_record(acting_user=user, kind=AccessEvent.Kind.OTP_ENROLLED, request=request)
             return render(request, "account/recovery_codes.html", {"codes": codes, "next": next_url, "enrolled": True})
         if result.expired:
-            form = CodeForm(numeric=True, help_text=_("Los seis dígitos que muestra la aplicación ahora."))
-            form.add_error(None, _("La clave que se le mostró caducó (dura 10 minutos sin confirmar). Borre esa cuenta de su "
+            form.add_error("code", _("La clave que se le mostró caducó (dura 10 minutos sin confirmar). Borre esa cuenta de su "
                                    "aplicación y añada esta nueva."))
         else:
             _log_refusal(request, result, detail="enrolment")
