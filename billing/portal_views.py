@@ -17,6 +17,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.debug import sensitive_post_parameters
 from django.views.decorators.http import require_POST
 
+from parcels import throttle
 from parcels.access import get_parcel_for_user
 from parcels.models import Owner
 from parcels.roles import AUTHORITY, COLLECTOR, HACIENDA, LANDOWNER, SUPERVISOR, has_role, role_required
@@ -26,6 +27,8 @@ from .errors import BillingError
 from .models import AccountStatement, Charge, IssuedDocument
 from .portal_forms import ClaimForm, InviteForm, SetPasswordForm
 from .services import bills, statements
+
+STATEMENT_LIMIT = 10  # a landowner's requests for one parcel's estado de cuenta in an hour
 
 # AXES is the first backend and only throttles; the account itself authenticates with Django's.
 LOGIN_BACKEND = "django.contrib.auth.backends.ModelBackend"
@@ -125,12 +128,19 @@ def installment_bill(request: HttpRequest, pk: int) -> HttpResponse:
 @require_POST
 @role_required(*ON_DEMAND)
 def statement_pdf(request: HttpRequest, pk: int) -> HttpResponse:
-    """A numbered *estado de cuenta* of today, issued now and served as stored."""
+    """A numbered *estado de cuenta* of today, served as stored: the day's last one when the account
+    has not changed since, else issued now (issue 17 §6). A landowner asks at most
+    ``STATEMENT_LIMIT`` times an hour for a parcel's account."""
     parcel = get_parcel_for_user(request.user, pk)
     channel = AccountStatement.Channel.PORTAL if has_role(request.user, LANDOWNER) else AccountStatement.Channel.COUNTER
+    if channel == AccountStatement.Channel.PORTAL and not throttle.attempt_record(
+            scope="portal-statement", subject=str(parcel.pk), limit=STATEMENT_LIMIT, window=3600):
+        messages.error(request, _("Pidió muchos estados de cuenta de este predio en la última hora. Inténtelo más tarde."))
+        return redirect("billing:statement", pk=parcel.pk)
     try:
-        issued = statements.statement_issue(parcel=parcel, channel=channel, acting_user=request.user,
-                                            lang=getattr(parcel.owner, "preferred_language", None) or None)
+        issued, _created = statements.statement_get_or_issue(
+            parcel=parcel, channel=channel, acting_user=request.user,
+            lang=getattr(parcel.owner, "preferred_language", None) or None)
     except BillingError as exc:
         messages.error(request, str(exc))
         return redirect("billing:statement", pk=parcel.pk)

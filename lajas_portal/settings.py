@@ -90,6 +90,8 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "parcels.middleware.SecurityHeadersMiddleware",
+    # Outside everything that answers for a signed-in session: its responses are never stored.
+    "parcels.middleware.PrivatePagesMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     # Before anything that queries with what the request carries (the session: its cookie).
     "parcels.middleware.RejectNulMiddleware",
@@ -203,8 +205,8 @@ AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
 AXES_VERBOSE = False
 AXES_LOCKOUT_TEMPLATE = "registration/locked.html"
-AXES_CLIENT_IP_CALLABLE = "parcels.middleware.client_ip"
-# The client's address for every throttle (parcels.middleware.client_ip): the socket's, or, with
+AXES_CLIENT_IP_CALLABLE = "parcels.network.client_ip"
+# The client's address for every throttle (parcels.network.client_ip): the socket's, or, with
 # BEHIND_PROXY, the X-Real-IP header that deploy/nginx.conf overwrites with the address it saw
 # (a load balancer in front of nginx is trusted there, with set_real_ip_from). Counting entries of
 # X-Forwarded-For instead trusted whatever a client that reached nginx directly wrote in it.

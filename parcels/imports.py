@@ -235,6 +235,15 @@ def _owner_address(cell: dict[str, str], line: int, errors: list[ImportError_]) 
     return address if len(errors) == problems else None
 
 
+def _csv_problem(exc: csv.Error) -> str:
+    """What Python's csv module said, in the interface's language: its messages are English
+    ("field larger than field limit (131072)") and would show as such in the Spanish page."""
+    text = str(exc)
+    if text.startswith("field larger than field limit"):
+        return _("un campo tiene más de %(n)s caracteres (¿unas comillas sin cerrar?)") % {"n": csv.field_size_limit()}
+    return _("el archivo no es un CSV válido en esta línea (revise las comillas)")
+
+
 def parse_parcel_csv(data: bytes) -> ParsedFile:
     """Read a whole parcel CSV; return the rows when there is no error, else every error."""
     text, decode_error = _decode(data)
@@ -247,7 +256,7 @@ def parse_parcel_csv(data: bytes) -> ParsedFile:
     except StopIteration:
         return ParsedFile((), (ImportError_(1, "", _("el archivo está vacío")),))
     except csv.Error as exc:
-        return ParsedFile((), (ImportError_(1, "", str(exc)),))
+        return ParsedFile((), (ImportError_(reader.line_num or 1, "", _csv_problem(exc)),))
     header = [name.strip().lower() for name in header]
     delimiter = _other_delimiter(text, header)
     if delimiter:
@@ -375,8 +384,8 @@ def parse_parcel_csv(data: bytes) -> ParsedFile:
                     credit_percent=credit,  # type: ignore[arg-type]
                 )
             )
-    except csv.Error as exc:
-        errors.append(ImportError_(line + 1, "", str(exc)))
+    except csv.Error as exc:  # the reader has read up to the line where it stopped
+        errors.append(ImportError_(max(reader.line_num, line + 1), "", _csv_problem(exc)))
     if not rows and not errors:
         errors.append(ImportError_(2, "", _("el archivo no tiene filas de datos")))
     if errors:

@@ -1,9 +1,10 @@
-import ipaddress
 from collections.abc import Callable
 
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.utils import translation
 from django.utils.translation import gettext as _
+
+from .network import client_ip  # noqa: F401  (its old home: billing and tests import it from here)
 
 # Every page is served from our own origin only: no CDN, no outside fonts, scripts or images.
 CONTENT_SECURITY_POLICY = (
@@ -23,24 +24,6 @@ class SecurityHeadersMiddleware:
         response.headers.setdefault("Content-Security-Policy", CONTENT_SECURITY_POLICY)
         response.headers.setdefault("Permissions-Policy", "camera=(), microphone=(), geolocation=()")
         return response
-
-
-def client_ip(request: HttpRequest) -> str:
-    """The client's address for every throttle (django-axes' sign-in lockout, password resets).
-
-    Behind deploy/nginx.conf (``BEHIND_PROXY``) it is the ``X-Real-IP`` header, which that nginx
-    always overwrites with the address it saw (a trusted load balancer's report of it through the
-    realip module, else the socket's), so nothing a client writes in any header reaches it. Without
-    a proxy it is the socket's address. X-Forwarded-For is never read: its entries are the client's."""
-    from django.conf import settings
-
-    if settings.BEHIND_PROXY:
-        seen = request.META.get("HTTP_X_REAL_IP", "").strip()
-        try:
-            return str(ipaddress.ip_address(seen))
-        except ValueError:  # absent or not an address: the request did not come through nginx
-            pass
-    return request.META.get("REMOTE_ADDR", "")
 
 
 class RejectNulMiddleware:
@@ -76,12 +59,17 @@ class RejectNulMiddleware:
 
 
 class SecondFactorMiddleware:
-    """A session signed in with the password that still owes its second factor (see
-    ``parcels.second_factor``) reaches only the code page, the enrolment page, sign-out and the
-    language switch: anything else redirects to the code page (or to enrolment for staff who have
-    no app yet), with ``?next=`` back to the page asked for. Goes after django-otp's
-    ``OTPMiddleware``, which tells whether the session is verified."""
+    """A session signed in with a password an administrator set (``PasswordChangeDue``, flagged in
+    the session at the sign-in) reaches only the change of password, sign-out and the language
+    switch, before anything else, the second factor included (issue 17 §6).
 
+    Then a session that still owes its second factor (see ``parcels.second_factor``) reaches only
+    the code page, the enrolment page, sign-out and the language switch: anything else redirects
+    to the code page (or to enrolment for staff who have no app yet), with ``?next=`` back to the
+    page asked for. Goes after django-otp's ``OTPMiddleware``, which tells whether the session is
+    verified."""
+
+    PASSWORD_VIEWS = frozenset({"account:password-change", "logout", "set_language"})
     OPEN_VIEWS = frozenset({"account:verify", "account:enrol", "logout", "set_language"})
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
@@ -95,14 +83,36 @@ class SecondFactorMiddleware:
         from django.urls import reverse
 
         from .second_factor import second_factor_enrolled, second_factor_pending
+        from .services import PASSWORD_CHANGE_SESSION_KEY
 
         user = request.user
-        if not user.is_authenticated or request.resolver_match.view_name in self.OPEN_VIEWS:
+        if not user.is_authenticated:
             return None
-        if not second_factor_pending(user):
+        view_name = request.resolver_match.view_name
+        if request.session.get(PASSWORD_CHANGE_SESSION_KEY):
+            if view_name in self.PASSWORD_VIEWS:
+                return None
+            return redirect_to_login(request.get_full_path(), reverse("account:password-change"))
+        if view_name in self.OPEN_VIEWS or not second_factor_pending(user):
             return None
         target = "account:verify" if second_factor_enrolled(user) else "account:enrol"
         return redirect_to_login(request.get_full_path(), reverse(target))
+
+
+class PrivatePagesMiddleware:
+    """Every response to a signed-in session (its pages, documents and exports) is sent with
+    ``Cache-Control: no-store, private``: no shared cache or proxy keeps it, and the browser does
+    not keep a copy on disk for whoever uses the computer next (issue 17 §6)."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        user = getattr(request, "user", None)
+        if user is not None and user.is_authenticated:
+            response.headers["Cache-Control"] = "no-store, private"
+        return response
 
 
 class AccessAuditMiddleware:

@@ -21,9 +21,11 @@ Design:
 - ``SecondFactorReset`` records an administrator removing a user's second-factor devices
   (django-otp TOTP and recovery codes) so they enrol again; its history row is what the audit
   page shows, with who did it and when. The devices themselves are django-otp's tables.
-- ``AccessEvent`` is the append-only log of sign-ins (success, failure, lockout), sign-outs and
-  refusals (403 from a role check, 404 from the access doors on someone else's object); database
+- ``AccessEvent`` is the append-only log of sign-ins (success, failure, lockout), sign-outs, the
+  second factor's events (wrong code, throttled, recovery code used, a session signed out while
+  still owing the code, an app enrolled), the first password changed, and refusals (403 from a role check, 404 from the access doors on someone else's object); database
   triggers refuse UPDATE and DELETE, and it never holds a password, a token or a query string.
+- ``PasswordChangeDue`` marks a password an administrator set: the first sign-in changes it first.
 - ``Job`` records a long run (imports, rolls, bulk printing) done by a procrastinate worker
   (``manage.py run_worker``), with the progress its page shows (``parcels.jobs``).
 """
@@ -45,7 +47,7 @@ from django.utils.translation import pgettext_lazy
 
 from .addresses import PR_ZIP_MESSAGE, PR_ZIP_PATTERN, STATES, ZIP_FORMAT_MESSAGE, ZIP_PATTERN, Address, usps_block, zip_problem
 from .database import APPEND_ONLY, NO_TRUNCATE
-from .search import CodeKey, Fold
+from .lookups import CodeKey, Fold
 
 ACRE_PLACES = Decimal("0.0001")
 SQUARE_METRES_PER_CUERDA = Decimal("3930.395625")
@@ -307,6 +309,17 @@ class SecondFactorReset(models.Model):
         triggers = APPEND_ONLY
 
 
+class PasswordChangeDue(models.Model):
+    """``user``'s password was set by an administrator (``create_user --password-stdin``, the site
+    administration): the first sign-in changes it before anything else, the second factor included
+    (issue 17 §6: whoever else knew that first password must not get further than the sign-in).
+    The row is removed when the user sets their own password."""
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, primary_key=True,
+                                related_name="password_change_due")
+    set_at = models.DateTimeField(auto_now_add=True)
+
+
 class Job(models.Model):
     """Our record of one long run (``parcels.jobs``): the procrastinate job that does the work,
     and what the page that waits on it shows (status, progress, result or error, who asked).
@@ -382,6 +395,12 @@ class AccessEvent(models.Model):
         LOGOUT = "logout", _("Cierre de sesión")
         FORBIDDEN = "forbidden", _("Denegado por rol (403)")
         NOT_FOUND = "not_found", _("Objeto ajeno o inexistente (404)")
+        OTP_FAILED = "otp_failed", _("Código de verificación incorrecto")
+        OTP_THROTTLED = "otp_throttled", _("Código de verificación en espera (demasiados intentos)")
+        OTP_RECOVERY = "otp_recovery", _("Entrada con código de recuperación")
+        OTP_ABANDONED = "otp_abandoned", _("Sesión dejada en la contraseña (sin código)")
+        OTP_ENROLLED = "otp_enrolled", _("Aplicación de autenticación activada")
+        PASSWORD_CHANGED = "password_changed", _("Contraseña inicial cambiada")
 
     at = models.DateTimeField(default=timezone.now, db_index=True)  # timestamptz: stored in UTC
     kind = models.CharField(max_length=16, choices=Kind.choices)

@@ -17,30 +17,14 @@ the index instead of every row, which keeps the registry, the counter and the ro
 
 from __future__ import annotations
 
-from django.db.models import CharField, Q, QuerySet, TextField, Value
-from django.db.models.lookups import Transform
+from django.db.models import Q, QuerySet, Value
+
+# The two transforms live in ``parcels.lookups`` (the models index them, and this module reads the
+# models): named here too, where migration 0003 and the other apps find them.
+from .lookups import CodeKey, Fold
 
 # Text longer than this is not a search: the page keeps the first words only.
 MAX_WORDS = 8
-
-
-class Fold(Transform):
-    """``lajas_fold(expression)``: lower case, without accents; also the lookup ``name__lajas_fold``."""
-
-    lookup_name = function = "lajas_fold"
-    output_field = TextField()
-
-
-class CodeKey(Transform):
-    """``lajas_code(expression)``: upper-case letters and digits only; also ``parcel_id__lajas_code``."""
-
-    lookup_name = function = "lajas_code"
-    output_field = TextField()
-
-
-for _field in (CharField, TextField):
-    _field.register_lookup(Fold)
-    _field.register_lookup(CodeKey)
 
 
 def words(query: str) -> list[str]:

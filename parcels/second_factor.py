@@ -3,7 +3,9 @@
 Staff (every role but landowners, and Django admin accounts) give a six-digit TOTP code from an
 authenticator app after their password; a landowner may enrol from *Mi cuenta* and is asked for
 the code from then on. Enrolment makes one TOTP device and ten single-use recovery codes (an
-``otp_static`` device) shown once. A code is checked against one kind of device only (six
+``otp_static`` device) shown once. The key of an enrolment belongs to the browser session that
+was shown it and lives 10 minutes unconfirmed (issue 17 §6: a key read by someone else who had
+the password is never the one the user confirms). A code is checked against one kind of device only (six
 digits: the app; anything else: a recovery code), so a recovery code does not count as a wrong
 app code; each device throttles its own failures (django-otp: 1, 2, 4, 8 … seconds).
 
@@ -15,12 +17,14 @@ from __future__ import annotations
 import hashlib
 from base64 import b32encode
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.db.models import Q, QuerySet
+from django.utils import timezone
 from django.utils.translation import gettext as _
 from django_otp.models import Device
 from django_otp.plugins.otp_static.models import StaticDevice, StaticToken
@@ -33,6 +37,9 @@ from .services import acting
 RECOVERY_CODE_COUNT = 10
 TOTP_DEVICE_NAME = "app"
 RECOVERY_DEVICE_NAME = "recovery"
+# An enrolment's key lives this long unconfirmed, in the one session that was shown it.
+ENROLMENT_LIFETIME = timedelta(minutes=10)
+ENROLMENT_SESSION_KEY = "lajas_totp_enrolment"
 
 
 def second_factor_enrolled(user: Any) -> bool:
@@ -84,19 +91,45 @@ def normalized_code(code: str) -> str:
 # --- writes ------------------------------------------------------------------------------------
 
 
-def totp_enrolment_start(*, user: AbstractBaseUser) -> TOTPDevice:
-    """The unconfirmed device of the enrolment under way, created once and reused (a reload shows
-    the same QR code, and failures on it are throttled like on any device)."""
-    device = TOTPDevice.objects.filter(user=user, confirmed=False).order_by("pk").first()
-    if device is None:
-        device = TOTPDevice.objects.create(user=user, name=TOTP_DEVICE_NAME, confirmed=False)
-    return device
-
-
 @dataclass(frozen=True)
 class Verification:
     device: Device | None  # the device that accepted the code
     locked_until: datetime | None = None  # the device refused to try (too many wrong codes)
+    expired: bool = False  # enrolment: this session's key is gone (10 minutes, or never shown here)
+
+
+def _enrolment_cutoff() -> datetime:
+    return timezone.now() - ENROLMENT_LIFETIME
+
+
+def totp_enrolments_expired_discard(*, user: AbstractBaseUser) -> int:
+    """Remove ``user``'s unconfirmed apps older than ``ENROLMENT_LIFETIME`` (or of unknown age:
+    those the single shared key of before issue 17 left behind)."""
+    old = TOTPDevice.objects.filter(user=user, confirmed=False).filter(
+        Q(created_at__lt=_enrolment_cutoff()) | Q(created_at__isnull=True))
+    return old.delete()[1].get(TOTPDevice._meta.label, 0)
+
+
+def _session_device(user: AbstractBaseUser, session: Any) -> QuerySet:
+    """This session's unconfirmed app, if it is still young enough."""
+    return TOTPDevice.objects.filter(pk=session.get(ENROLMENT_SESSION_KEY) or 0, user=user, confirmed=False,
+                                     created_at__gte=_enrolment_cutoff())
+
+
+@transaction.atomic
+def totp_enrolment_start(*, user: AbstractBaseUser, session: Any) -> TOTPDevice:
+    """The unconfirmed app of the enrolment under way in this browser ``session`` (issue 17 §6).
+
+    Each session gets a key of its own, made fresh the first time it opens the page and shown
+    again on a reload there for ``ENROLMENT_LIFETIME``; then it is discarded and a new one is made.
+    A key read in one session (whoever opened the page with the same password) is never the key
+    another session confirms, and confirming one removes the others."""
+    totp_enrolments_expired_discard(user=user)
+    device = _session_device(user, session).first()
+    if device is None:
+        device = TOTPDevice.objects.create(user=user, name=TOTP_DEVICE_NAME, confirmed=False)
+        session[ENROLMENT_SESSION_KEY] = device.pk
+    return device
 
 
 def _attempt(devices: Any, token: str) -> Verification:
@@ -110,18 +143,25 @@ def _attempt(devices: Any, token: str) -> Verification:
 
 
 @transaction.atomic
-def totp_enrolment_confirm(*, user: AbstractBaseUser, code: str) -> tuple[Verification, list[str]]:
-    """The first code from the app confirms the device and issues the recovery codes (returned
-    once, for the page to show). A wrong code leaves the device unconfirmed and throttled."""
+def totp_enrolment_confirm(*, user: AbstractBaseUser, session: Any, code: str) -> tuple[Verification, list[str]]:
+    """The first code from the app confirms this session's device (``totp_enrolment_start``) and
+    issues the recovery codes (returned once, for the page to show); every other unconfirmed
+    device of the user is removed. A wrong code leaves the device unconfirmed and throttled; a
+    session whose key is older than ``ENROLMENT_LIFETIME`` (or that never had one) confirms
+    nothing (``expired``)."""
     if second_factor_enrolled(user):
         return Verification(None), []
-    devices = TOTPDevice.objects.select_for_update().filter(user=user, confirmed=False).order_by("pk")[:1]
+    devices = list(_session_device(user, session).select_for_update())
+    if not devices:
+        session.pop(ENROLMENT_SESSION_KEY, None)
+        return Verification(None, expired=True), []
     result = _attempt(devices, normalized_code(code))
     if result.device is None:
         return result, []
     result.device.confirmed = True
     result.device.save(update_fields=["confirmed"])
     TOTPDevice.objects.filter(user=user, confirmed=False).delete()
+    session.pop(ENROLMENT_SESSION_KEY, None)
     return result, recovery_codes_issue(user=user)
 
 

@@ -23,7 +23,7 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from .imports import ImportError_, ParcelRow, parse_parcel_csv
-from .models import Owner, OwnerAccount, OwnershipTransfer, Parcel, StaffProfile, cuerdas_to_acres
+from .models import Owner, OwnerAccount, OwnershipTransfer, Parcel, PasswordChangeDue, StaffProfile, cuerdas_to_acres
 from .roles import LANDOWNER, ROLES, STAFF_ROLES
 
 PARCEL_FIELDS = ("gravity_acres", "pumped_acres", "inclusion", "water_since", "credit_percent")
@@ -435,11 +435,13 @@ def _apply(plan: ImportPlan) -> None:
 @transaction.atomic
 def user_create(
     *, username: str, role: str, email: str = "", password: str | None = None, owner: Owner | None = None,
-    full_name: str = "", title: str = "",
+    full_name: str = "", title: str = "", password_change_due: bool = False,
 ) -> AbstractBaseUser:
     """A user in exactly one role; a landowner account is linked to its owner record. A staff
     user may get the full name and title (*cargo*) documents are signed with (``full_name`` is
-    split at its first space into the User's first and last name)."""
+    split at its first space into the User's first and last name). ``password_change_due``: the
+    password is one an administrator chose (``create_user --password-stdin``), which the user
+    changes at the first sign-in before anything else (``PasswordChangeDue``)."""
     if role not in ROLES:
         raise ValidationError(_("Rol desconocido «%(role)s». Roles: %(roles)s") % {"role": role, "roles": ", ".join(ROLES)})
     if role == LANDOWNER and owner is None:
@@ -462,6 +464,8 @@ def user_create(
         user.set_unusable_password()
     user.full_clean()
     user.save()
+    if password and password_change_due:
+        password_change_due_set(user=user)
     user.groups.add(Group.objects.get(name=role))
     if owner is not None:
         OwnerAccount.objects.create(user=user, owner=owner)
@@ -471,6 +475,30 @@ def user_create(
         with acting(None, source="create_user"):
             profile.save()
     return user
+
+
+# Set in the session at a sign-in whose password is still the administrator's (``parcels.signals``):
+# ``SecondFactorMiddleware`` then opens nothing but the change of password.
+PASSWORD_CHANGE_SESSION_KEY = "lajas_password_change_due"
+
+
+def password_change_due_set(*, user: Any) -> None:
+    """``user``'s password was set by an administrator: the next sign-in changes it first."""
+    PasswordChangeDue.objects.get_or_create(user=user)
+
+
+def password_change_is_due(user: Any) -> bool:
+    return PasswordChangeDue.objects.filter(user_id=user.pk).exists()
+
+
+@transaction.atomic
+def password_change_done(*, acting_user: Any, request: Any = None) -> None:
+    """``acting_user`` replaced the first password with their own: the mark goes, the access
+    log keeps the event."""
+    from .models import AccessEvent
+
+    PasswordChangeDue.objects.filter(user_id=acting_user.pk).delete()
+    access_event_record(acting_user=acting_user, kind=AccessEvent.Kind.PASSWORD_CHANGED, request=request)
 
 
 @transaction.atomic
@@ -526,7 +554,7 @@ def import_upload_apply(*, acting_user: Any, upload: Any) -> Any:
     return upload
 
 
-# --- The access log (sign-ins, sign-outs, refusals) ----------------------------------------
+# --- The access log (sign-ins, sign-outs, the second factor, refusals) ---------------------
 
 
 def _request_path(request: Any) -> str:
@@ -550,8 +578,8 @@ def access_event_record(*, acting_user: Any, kind: str, request: Any = None, use
     """Append one access event. ``acting_user`` is the signed-in user (None for a failed sign-in,
     whose typed ``username`` is kept instead); only the name, the client address, the path and
     ``detail`` are stored, never credentials."""
-    from .middleware import client_ip
     from .models import AccessEvent
+    from .network import client_ip
 
     user = acting_user if getattr(acting_user, "is_authenticated", False) else None
     event = AccessEvent(

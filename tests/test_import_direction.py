@@ -139,6 +139,19 @@ def test_no_circle_among_billings_modules():
     assert cycles(graph, "billing") == []
 
 
+def test_no_circle_among_the_modules_of_any_app():
+    """No app's modules import each other in a circle, at module level or inside a function (issue
+    17 §7: parcels had two, middleware → second_factor → services → middleware over ``client_ip``,
+    and models ↔ search over the search transforms). Between apps the flow test above already
+    rules circles out: every import points down parcels → levy → billing."""
+    graph = import_graph(sources(ROOT))
+    assert {app: cycles(graph, app) for app in APPS} == {app: [] for app in APPS}
+    # the two that were cut stay cut: each edge of the old circles that is left points one way
+    edges = {module: {target for _, target in targets} for module, targets in graph.items()}
+    assert "parcels.network" in edges["parcels.services"] and "parcels.lookups" in edges["parcels.models"]
+    assert not any(target.startswith("parcels.search") for target in edges["parcels.models"])
+
+
 def test_documents_never_import_services():
     graph = import_graph(sources(ROOT))
     assert [target for _, target in graph["billing.documents"] if target.startswith("billing.services")] == []
@@ -186,3 +199,17 @@ def test_a_circle_hidden_in_a_function_is_caught(tmp_path):
         "billing/accounts.py": "from . import models\n",
     })
     assert cycles(import_graph(found), "billing") == [["billing.documents", "billing.services.counter"]]
+
+
+def test_a_three_module_circle_in_parcels_is_caught(tmp_path):
+    """The shape of the circle issue 17 found: two imports inside functions, one at the top."""
+    found = _tree(tmp_path, {
+        "parcels/middleware.py": "def view():\n    from .second_factor import pending\n",
+        "parcels/second_factor.py": "from .services import acting\n",
+        "parcels/services.py": "def record():\n    from .middleware import client_ip\n",
+        "parcels/models.py": "from .search import Fold\n",
+        "parcels/search.py": "def matching():\n    from .models import Parcel\n",
+    })
+    assert cycles(import_graph(found), "parcels") == [
+        ["parcels.middleware", "parcels.second_factor", "parcels.services"], ["parcels.models", "parcels.search"],
+    ]

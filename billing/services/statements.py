@@ -5,6 +5,7 @@ from the landowner portal, the counter, and the public "¿cuánto debo?" page (n
 
 from __future__ import annotations
 
+import json
 import logging
 from datetime import date
 from typing import Any
@@ -80,3 +81,30 @@ def statement_issue(*, parcel: Parcel, channel: str, acting_user: Any | None = N
     chain.link(chain.STATEMENT, statement.pk)
     logger.info("statement %s of %s issued (%s) by %s", number, parcel.parcel_id, channel, getattr(user, "username", None))
     return statement
+
+
+def _as_stored(snapshot: dict) -> Any:
+    """``snapshot`` as the JSON column gives it back (lists for tuples, and so on)."""
+    return json.loads(json.dumps(snapshot))
+
+
+@transaction.atomic
+def statement_get_or_issue(*, parcel: Parcel, channel: str, acting_user: Any | None = None,
+                           lang: str | None = None) -> tuple[AccountStatement, bool]:
+    """Today's *estado de cuenta* of ``parcel`` from ``channel``: the last one issued there today
+    when the account has not changed since (issue 17 §6: twenty requests in a row stored twenty
+    permanent PDFs), else a new one (``statement_issue``); ``(statement, created)``.
+
+    "Not changed" is read from the statement itself: today's ``accounts.statement`` equals the
+    snapshot of the day's last estado (a payment, a void, a correction or a surcharge all change
+    it; so does the document's language, which words its lines)."""
+    _check_user(acting_user, channel, parcel)
+    on = timezone.localdate()
+    last = AccountStatement.objects.filter(parcel=parcel, as_of=on, channel=channel).order_by("-pk").first()
+    if last is not None:
+        with pdf.document_language(lang):
+            today = accounts.statement(parcel=parcel, as_of=on).to_json()
+        if _as_stored(today) == last.snapshot:
+            return last, False
+    return statement_issue(parcel=parcel, channel=channel, acting_user=acting_user, lang=lang), True
+

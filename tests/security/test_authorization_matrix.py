@@ -177,6 +177,8 @@ MATRIX: dict[str, Route] = {
     "account:verify": Route(get={**dict.fromkeys(PRINCIPALS, 302), ANONYMOUS: LOGIN}),
     "account:enrol": Route(get={**by_role(frozenset({"landowner"})), **dict.fromkeys(STAFF, 302)}),
     "account:security": Route(get=by_role(STAFF | {"landowner"})),
+    # the change of a first password (issue 17 §6): open only while one is due, else sent on (302)
+    "account:password-change": Route(get={**dict.fromkeys(PRINCIPALS, 302), ANONYMOUS: LOGIN}),
     "account:recovery-codes": Route(get={**dict.fromkeys(PRINCIPALS, 405), ANONYMOUS: LOGIN}),
     "portal:claim": Route(get=public()),
     "portal:activate": Route(get=public(), targets=lambda w: [{"uidb64": "MQ", "token": "bad-token"}]),

@@ -21,7 +21,8 @@ class Command(BaseCommand):
                             "(the first word becomes the first name, the rest the last name).")
         parser.add_argument("--title", default="", help='Staff: the title (cargo) printed under the signature, e.g. '
                             '"Colector de Rentas Internas".')
-        parser.add_argument("--password-stdin", action="store_true", help="Read the password from standard input.")
+        parser.add_argument("--password-stdin", action="store_true", help="Read a first password from standard input "
+                            "(the user must change it at the first sign-in).")
 
     def handle(self, *args, username, role, email, owner, password_stdin, full_name, title, **options):
         if role not in ROLES:
@@ -36,10 +37,11 @@ class Command(BaseCommand):
         password = sys.stdin.readline().rstrip("\n") if password_stdin else None
         try:
             user = user_create(username=username, role=role, email=email, password=password, owner=owner_record,
-                               full_name=full_name, title=title)
+                               full_name=full_name, title=title, password_change_due=bool(password))
         except ValidationError as exc:
             raise CommandError("; ".join(exc.messages)) from exc
-        note = "" if password else " (no password set: use password reset or --password-stdin)"
+        note = (" (a first password: it must be changed at the first sign-in, before anything else)" if password
+                else " (no password set: use password reset or --password-stdin)")
         self.stdout.write(f"created {user.username} ({role}){note}")
         if role in STAFF_ROLES and not (full_name and title):
             self.stdout.write(f"note: {user.username} cannot sign certificates or notices until a full name and a title "
