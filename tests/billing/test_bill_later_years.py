@@ -15,12 +15,14 @@ import pdfplumber
 import pytest
 
 from billing import rules
+from billing.accounts import _account_state_of
 from billing.errors import BillingError
 from billing.models import Charge
 from billing.portal import installment_bills
 from billing.services import bills
 from billing.services.installments import roll_finalize
 from levy.services import estimate_certify, estimate_enter, levy_compute
+from tests.billing import ledger_counter
 from tests.billing.conftest import example_1_finalize
 from tests.billing.test_bill_total import PANEL_BOTTOM, text_of
 from tests.clock import on_day
@@ -65,11 +67,14 @@ def p4(year: str, number: int) -> Charge:
 # --- the rule (pure) ----------------------------------------------------------------------------
 
 
-def three_installments(on: date) -> rules.AccountState:
-    charges = [rules.ChargeInput(key="C1", principal=D("100.00"), due=date(2026, 7, 1), last_day=date(2026, 8, 31)),
-               rules.ChargeInput(key="C2", principal=D("100.00"), due=date(2027, 1, 1), last_day=date(2027, 3, 2)),
-               rules.ChargeInput(key="C3", principal=D("100.00"), due=date(2027, 7, 1), last_day=date(2027, 8, 30))]
-    return rules.account_state(charges=charges, payments=[], as_of=on)
+CHARGES = (rules.ChargeRecord(key="C1", principal=D("100.00"), due=date(2026, 7, 1), last_day=date(2026, 8, 31)),
+           rules.ChargeRecord(key="C2", principal=D("100.00"), due=date(2027, 1, 1), last_day=date(2027, 3, 2)),
+           rules.ChargeRecord(key="C3", principal=D("100.00"), due=date(2027, 7, 1), last_day=date(2027, 8, 30)))
+
+
+def three_installments(on: date, payments: tuple[ledger_counter.Paid, ...] = ()) -> rules.AccountState:
+    state, stored = ledger_counter.account(charges=CHARGES, payments=payments, as_of=on)
+    return _account_state_of(state, stored)
 
 
 def test_a_later_installments_total_includes_the_ones_before_it_not_yet_due():
@@ -80,10 +85,7 @@ def test_a_later_installments_total_includes_the_ones_before_it_not_yet_due():
     to_pay = rules.amount_to_pay(account=three_installments(date(2026, 12, 15)), charge_key="C3")
     assert to_pay == rules.AmountToPay(amount=D("302.00"), valid_through=date(2026, 12, 31), owed_keys=("C1", "C2", "C3"))
     # Paid that day, oldest first, it leaves the billed installment paid and nothing owing.
-    charges = [rules.ChargeInput(key=s.key, principal=s.principal, due=s.due, last_day=s.last_day)
-               for s in three_installments(date(2026, 12, 15)).charges]
-    paid = rules.account_state(charges=charges, payments=[rules.PaymentInput(key="P", paid_on=date(2026, 12, 15),
-                                                                              amount=to_pay.amount)], as_of=date(2026, 12, 15))
+    paid = three_installments(date(2026, 12, 15), (ledger_counter.Paid(key="P", paid_on=date(2026, 12, 15), amount=to_pay.amount),))
     assert paid.charges[2].balance == 0 and paid.total_balance == 0
 
 
