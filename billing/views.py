@@ -149,7 +149,7 @@ def counter_parcel(request: HttpRequest, pk: int) -> HttpResponse:
                         acting_user=request.user, parcel=parcel, amount=data["amount"], paid_on=today, method=data["method"],
                         reference=data["reference"].strip(), idempotency_key=data["idempotency_key"],
                         expected_total_due=data["expected_total_due"], tendered=data.get("tendered"),
-                        second_of=data.get("confirm_second"),
+                        second_of=data.get("confirm_second"), ask_if_second=True,
                     )
                 except counter_services.SecondPaymentQuestion as exc:
                     second_of = exc.earlier  # nothing recorded: the page asks, naming the earlier receipt

@@ -81,7 +81,7 @@ def payment_record(
     *, acting_user: Any, parcel: Parcel, amount: Decimal, paid_on: date | None = None, method: str = Payment.Method.CASH,
     reference: str = "", office_code: str | None = None, idempotency_key: str | None = None,
     expected_total_due: Decimal | None = None, tendered: Decimal | None = None, backdate_reason: str = "",
-    second_of: int | None = None,
+    second_of: int | None = None, ask_if_second: bool = False,
 ) -> Receipt:
     """¶13: a payment at the Collector's office and its numbered receipt, in one transaction.
 
@@ -97,10 +97,12 @@ def payment_record(
 
     Issue 17: never into an office day already closed, whatever its date (``closed_day_refusal``);
     a check number the parcel already paid with is refused unless that payment was voided
-    (``check_number_refusal``); the same parcel, amount and form of payment within
+    (``check_number_refusal``). With ``ask_if_second`` (the counter page and ``billing pay``: a
+    person at the counter) the same parcel, amount and form of payment within
     ``SECOND_PAYMENT_WINDOW`` of an earlier payment raises ``SecondPaymentQuestion`` naming it,
     unless ``second_of`` is that payment's id (the collector confirmed a second payment, stored
-    on the new payment)."""
+    on the new payment). Scripted callers (the demo seed, benchmarks, tests) record what they are
+    given: the question is for a person who may have pressed Back and sent the form again."""
     if not has_role(acting_user, COLLECTOR, SUPERVISOR):
         raise BillingError(_("El usuario %(u)s no es colector.") % {"u": getattr(acting_user, "username", None)})
     amount = parse_amount(amount)
@@ -137,7 +139,7 @@ def payment_record(
     refusal = check_number_refusal(parcel=parcel, method=method, reference=reference)
     if refusal:
         raise BillingError(refusal)
-    earlier = _same_payment_shortly_before(parcel=parcel, amount=amount, method=method)
+    earlier = _same_payment_shortly_before(parcel=parcel, amount=amount, method=method) if ask_if_second or second_of else None
     if earlier is not None and second_of != earlier.pk:
         raise SecondPaymentQuestion(earlier)
     before = account_state(parcel=parcel, as_of=paid_on)
@@ -185,8 +187,8 @@ def payment_record(
 def _backdate_refusal(*, acting_user: Any, parcel: Parcel, office: Office, paid_on: date, today: date, reason: str) -> str:
     """Why a payment cannot carry the date ``paid_on`` (empty when it can), issue 11, finding 7.
 
-    Never after today. Before today only a supervisor records it, with a reason, and never into
-    an office day already closed (its cash was counted without it) nor before anything the
+    Never after today. Before today only a supervisor records it, with a reason (a closed office
+    day is refused before, whatever the date: ``closed_day_refusal``), and never before anything the
     account already records after that day (a payment, a void, a refund, a give-back, a credit
     applied, a correction: their stored allocations were made without it)."""
     day = paid_on.strftime("%d/%m/%Y")

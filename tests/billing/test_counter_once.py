@@ -152,16 +152,17 @@ def test_the_same_payment_within_ten_minutes_asks_naming_the_earlier_receipt(dis
     10:02; confirmed, it is recorded as a second payment of that one (receipt 000002)."""
     collector, p4 = staff["collector"], parcel("P4")
     with at(office_time(DECEMBER_1, 10, 2)):
-        first = counter.payment_record(acting_user=collector, parcel=p4, amount=Decimal("500.00"))
+        first = counter.payment_record(acting_user=collector, parcel=p4, amount=Decimal("500.00"), ask_if_second=True)
     before = written()
     with at(office_time(DECEMBER_1, 10, 9)):
         with pytest.raises(counter.SecondPaymentQuestion) as question:
-            counter.payment_record(acting_user=collector, parcel=p4, amount=Decimal("500.00"))
+            counter.payment_record(acting_user=collector, parcel=p4, amount=Decimal("500.00"), ask_if_second=True)
         assert str(question.value) == (
             "El predio P4 ya tiene un pago igual de $500.00 (Efectivo) registrado a las 10:02: recibo LAJ-2026-2027-000001. "
             "¿Es un segundo pago? Si no lo es, no lo cobre otra vez.")
         assert question.value.earlier == first.payment and written() == before
-        second = counter.payment_record(acting_user=collector, parcel=p4, amount=Decimal("500.00"), second_of=first.payment_id)
+        second = counter.payment_record(acting_user=collector, parcel=p4, amount=Decimal("500.00"), second_of=first.payment_id,
+                                        ask_if_second=True)
     assert (second.display_number, second.payment.second_of_id) == ("LAJ-2026-2027-000002", first.payment_id)
     assert first.payment.second_of_id is None
 
@@ -171,29 +172,41 @@ def test_a_confirmation_names_the_latest_payment_and_a_stale_one_asks_again(dist
     now naming the second (10:09, receipt 000002)."""
     collector, p4 = staff["collector"], parcel("P4")
     with at(office_time(DECEMBER_1, 10, 2)):
-        first = counter.payment_record(acting_user=collector, parcel=p4, amount=Decimal("500.00"))
+        first = counter.payment_record(acting_user=collector, parcel=p4, amount=Decimal("500.00"), ask_if_second=True)
     with at(office_time(DECEMBER_1, 10, 9)):
-        second = counter.payment_record(acting_user=collector, parcel=p4, amount=Decimal("500.00"), second_of=first.payment_id)
+        second = counter.payment_record(acting_user=collector, parcel=p4, amount=Decimal("500.00"), second_of=first.payment_id,
+                                        ask_if_second=True)
     with at(office_time(DECEMBER_1, 10, 12)), pytest.raises(counter.SecondPaymentQuestion, match="a las 10:09: recibo LAJ-2026-2027-000002"):
-        counter.payment_record(acting_user=collector, parcel=p4, amount=Decimal("500.00"), second_of=first.payment_id)
+        counter.payment_record(acting_user=collector, parcel=p4, amount=Decimal("500.00"), second_of=first.payment_id,
+                                        ask_if_second=True)
     assert Payment.objects.filter(parcel=p4).count() == 2 and second.payment.second_of == first.payment
 
 
 def test_no_question_after_ten_minutes_for_another_form_or_amount_or_a_voided_payment(district_1, staff, supervisor):
     collector, p4 = staff["collector"], parcel("P4")
     with at(office_time(DECEMBER_1, 10, 2)):
-        counter.payment_record(acting_user=collector, parcel=p4, amount=Decimal("500.00"))
+        counter.payment_record(acting_user=collector, parcel=p4, amount=Decimal("500.00"), ask_if_second=True)
     with at(office_time(DECEMBER_1, 10, 3)):
-        counter.payment_record(acting_user=collector, parcel=p4, amount=Decimal("500.00"), method="card", reference="AUT-1")
-        counter.payment_record(acting_user=collector, parcel=p4, amount=Decimal("500.01"))
-        counter.payment_record(acting_user=collector, parcel=parcel("P5"), amount=Decimal("500.00"))
+        counter.payment_record(acting_user=collector, parcel=p4, amount=Decimal("500.00"), method="card", reference="AUT-1",
+                               ask_if_second=True)
+        counter.payment_record(acting_user=collector, parcel=p4, amount=Decimal("500.01"), ask_if_second=True)
+        counter.payment_record(acting_user=collector, parcel=parcel("P5"), amount=Decimal("500.00"), ask_if_second=True)
     with at(office_time(DECEMBER_1, 10, 12, 1)):  # 10 minutes and 1 second after 10:02:00
-        later = counter.payment_record(acting_user=collector, parcel=p4, amount=Decimal("500.00"))
+        later = counter.payment_record(acting_user=collector, parcel=p4, amount=Decimal("500.00"), ask_if_second=True)
     assert later.payment.second_of is None
     with at(office_time(DECEMBER_1, 10, 13)):
         counter.payment_void(acting_user=supervisor, payment=later.payment, reason="Cobrado por error")
-        again = counter.payment_record(acting_user=collector, parcel=p4, amount=Decimal("500.00"))
+        again = counter.payment_record(acting_user=collector, parcel=p4, amount=Decimal("500.00"), ask_if_second=True)
     assert again.payment.second_of is None and Payment.objects.filter(parcel=p4).count() == 5
+
+
+def test_a_scripted_caller_is_not_asked(district_1, staff):
+    """The question is the counter's and the command's (a person who may have pressed Back): the
+    demo seed, benchmarks and tests record two equal payments as told."""
+    with at(office_time(DECEMBER_1, 10, 2)):
+        first = counter.payment_record(acting_user=staff["collector"], parcel=parcel("P4"), amount=Decimal("1.00"))
+        second = counter.payment_record(acting_user=staff["collector"], parcel=parcel("P4"), amount=Decimal("1.00"))
+    assert (first.payment.second_of, second.payment.second_of) == (None, None)
 
 
 def test_the_command_asks_and_records_a_confirmed_second_payment(district_1, staff):

@@ -165,7 +165,7 @@ class Command(BaseCommand):
             receipt = counter.payment_record(
                 acting_user=user, parcel=parcel, amount=amount, paid_on=paid_on, method=options["method"],
                 reference=options["reference"], office_code=options["office"], backdate_reason=options["reason"],
-                second_of=second_of,
+                second_of=second_of, ask_if_second=True,
             )
         except counter.SecondPaymentQuestion as question:  # issue 17: nothing recorded; say how to confirm
             raise BillingError(f"{question} (nothing recorded; if it is a second payment, run again with "
