@@ -175,11 +175,11 @@ def counter_parcel(request: HttpRequest, pk: int) -> HttpResponse:
         form = _confirmation_form(form.cleaned_data, statement)
     else:
         form = _fresh_form(request.POST if request.method == "POST" else None, statement, refill=refill)
-    if error:
-        form.add_error(None, error)
     office, office_error = _office_or_error(request.user)
     # Issue 17: a closed day takes no payment; the page says so (naming the close) instead of the form.
     day_closed = counter_services.closed_day_refusal(office=office, day=today) if office is not None else ""
+    if error and error != day_closed:  # the close is said once, in place of the form
+        form.add_error(None, error)
     confirm_tendered = Decimal(form.initial["tendered"]) if destination is not None and form.initial.get("tendered") else None
     return render(request, "billing/counter_parcel.html", {
         "parcel": parcel, "statement": statement, "form": form, "today": today, "office": office, "office_error": office_error,
