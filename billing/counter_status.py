@@ -11,6 +11,11 @@ per rendering of the form, ``Payment.idempotency_key`` is unique):
 
 After signing in again the counter pages look the key up: a payment with that key exists (its
 receipt) or none does (nothing was charged). Reads and cache writes only; no business rows.
+
+Only a payment whose outcome the collector never saw is news (issue 17): a form answered on
+screen (its receipt page shown, or the counter page with its refusal or its question) is marked
+answered and not told again after the next sign-in. A recorded payment a supervisor voided
+since is told as voided, never as "do not collect it again".
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ from django.db import connection
 from django.http import HttpRequest
 from django.utils import timezone
 
-from .models import Payment, Receipt
+from .models import Payment, PaymentVoid, Receipt
 
 KEPT = timedelta(hours=12)  # an attempt older than this at sign-in is not news any more
 UNSENT_SESSION_KEY = "billing_unsent_payment"
@@ -44,10 +49,15 @@ class LastAttempt:
     expired: bool  # sent after the session had expired: it never reached the payment service
     data: dict[str, str]  # what the form carried, to put back in it (only when not recorded)
     receipt: Receipt | None
+    void: PaymentVoid | None = None  # the recorded payment was voided since (issue 17)
 
     @property
     def recorded(self) -> bool:
         return self.receipt is not None
+
+    @property
+    def voided(self) -> bool:
+        return self.void is not None
 
 
 def _cache_key(user_id: int) -> str:
@@ -64,6 +74,14 @@ def _entry(*, key: str, parcel_pk: int, data: Any, expired: bool) -> dict[str, A
 def attempt_remember(*, user: Any, parcel_pk: int, key: str, data: Any) -> None:
     """Called by the counter just before ``payment_record``: this user's last sent form."""
     cache.set(_cache_key(user.pk), _entry(key=key, parcel_pk=parcel_pk, data=data, expired=False), KEPT.total_seconds())
+
+
+def attempt_answered(*, user: Any, key: str) -> None:
+    """The page that answers the form with ``key`` was shown to ``user`` (its receipt, or the
+    counter's refusal or question): its outcome is known and is not told after the next sign-in."""
+    entry = cache.get(_cache_key(user.pk))
+    if entry and entry.get("key") == key and not entry.get("answered"):
+        cache.set(_cache_key(user.pk), {**entry, "answered": True}, KEPT.total_seconds())
 
 
 def unsent_remember(request: HttpRequest, parcel_pk: int) -> None:
@@ -90,12 +108,12 @@ def last_attempt(request: HttpRequest) -> LastAttempt | None:
     else:
         entry = cache.get(_cache_key(user.pk))
     request.session[MEMO_SESSION_KEY] = {"login": signed_in.isoformat(), "entry": entry}
-    if not entry:
+    if not entry or entry.get("answered"):
         return None
     submitted_at = datetime.fromisoformat(entry["submitted_at"])
     if submitted_at >= signed_in or signed_in - submitted_at > KEPT:
         return None
-    payment = Payment.objects.filter(idempotency_key=entry["key"]).select_related("receipt__office").first()
+    payment = Payment.objects.filter(idempotency_key=entry["key"]).select_related("receipt__office", "void__voided_by").first()
     try:
         amount = Decimal(entry["data"].get("amount", "").replace(",", "").replace("$", "").strip())
     except InvalidOperation:
@@ -106,4 +124,5 @@ def last_attempt(request: HttpRequest) -> LastAttempt | None:
     if payment is not None:
         amount = payment.amount.amount
     return LastAttempt(parcel_pk=entry["parcel_pk"], parcel_id=parcel_id, amount=amount, submitted_at=submitted_at, expired=entry["expired"],
-                       data=entry["data"], receipt=payment.receipt if payment is not None else None)
+                       data=entry["data"], receipt=payment.receipt if payment is not None else None,
+                       void=getattr(payment, "void", None) if payment is not None else None)

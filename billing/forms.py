@@ -43,6 +43,9 @@ class PaymentForm(forms.Form):
     expected_total_due = forms.DecimalField(max_digits=14, decimal_places=2, widget=forms.HiddenInput)
     # The amount the collector confirmed on the second step, when it is more than is due today.
     confirm_excess = forms.DecimalField(max_digits=14, decimal_places=2, required=False, widget=forms.HiddenInput)
+    # Issue 17: the earlier payment (same parcel, amount and form, minutes ago) the collector
+    # confirmed this is a second payment after.
+    confirm_second = forms.IntegerField(required=False, min_value=1, widget=forms.HiddenInput)
 
     def clean(self) -> dict[str, Any]:
         data = super().clean()

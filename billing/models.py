@@ -24,6 +24,7 @@ from collections.abc import Iterable
 from typing import Any
 
 import pghistory
+import pgtrigger
 from django.conf import settings
 from django.db import models
 from django.db.models import Min, Q, Sum
@@ -193,6 +194,99 @@ def charge_names(charges: Iterable[Charge]) -> dict[int, dict[str, Any]]:
     return found
 
 
+def _office_day_lock(office: str, day: str) -> str:
+    """SQL taking the advisory lock of one office day (the key: the office's id and the day)."""
+    return f"hashtextextended('billing.office_day:' || {office} || ':' || {day}, 0)"
+
+
+# Issue 17, enforced in the database beside ``counter.payment_record``'s own checks (which give
+# the readable message). The void of a payment lives in another table, so "one check number per
+# parcel unless voided" cannot be a partial unique index: a trigger checks it, after locking the
+# parcel row as the service does, so two transactions cannot both miss each other's check.
+PAYMENT_GUARDS = [
+    pgtrigger.Trigger(
+        name="payment_not_into_closed_day",
+        operation=pgtrigger.Insert,
+        when=pgtrigger.Before,
+        func=pgtrigger.Func(
+            f"""
+            -- shared: payments of one office day do not wait for each other, only for its close
+            PERFORM pg_advisory_xact_lock_shared({_office_day_lock("NEW.office_id", "NEW.paid_on")});
+            IF EXISTS (SELECT 1 FROM billing_dayclose WHERE office_id = NEW.office_id AND day = NEW.paid_on) THEN
+                RAISE EXCEPTION 'payment into the closed day % of office %', NEW.paid_on, NEW.office_id
+                    USING ERRCODE = 'check_violation';
+            END IF;
+            RETURN NEW;
+            """
+        ),
+    ),
+    pgtrigger.Trigger(
+        name="one_check_number_per_parcel",
+        operation=pgtrigger.Insert,
+        when=pgtrigger.Before,
+        condition=pgtrigger.Q(new__method="check"),
+        func=pgtrigger.Func(
+            """
+            IF btrim(NEW.reference) = '' THEN
+                RETURN NEW;
+            END IF;
+            PERFORM 1 FROM parcels_parcel WHERE id = NEW.parcel_id FOR UPDATE;
+            IF EXISTS (
+                SELECT 1 FROM billing_payment p
+                WHERE p.parcel_id = NEW.parcel_id AND p.method = 'check'
+                  AND upper(regexp_replace(p.reference, '[[:space:]]', '', 'g')) = upper(regexp_replace(NEW.reference, '[[:space:]]', '', 'g'))
+                  AND NOT EXISTS (SELECT 1 FROM billing_paymentvoid v WHERE v.payment_id = p.id)
+            ) THEN
+                RAISE EXCEPTION 'check % already recorded for parcel % and not voided', NEW.reference, NEW.parcel_id
+                    USING ERRCODE = 'unique_violation';
+            END IF;
+            RETURN NEW;
+            """
+        ),
+    ),
+    pgtrigger.Trigger(
+        name="second_payment_of_same_parcel",
+        operation=pgtrigger.Insert,
+        when=pgtrigger.Before,
+        condition=pgtrigger.Q(new__second_of__isnull=False),
+        func=pgtrigger.Func(
+            """
+            IF NOT EXISTS (SELECT 1 FROM billing_payment p WHERE p.id = NEW.second_of_id AND p.parcel_id = NEW.parcel_id
+                           AND p.amount = NEW.amount AND p.method = NEW.method) THEN
+                RAISE EXCEPTION 'a second payment names an earlier payment of the same parcel, amount and method'
+                    USING ERRCODE = 'check_violation';
+            END IF;
+            RETURN NEW;
+            """
+        ),
+    ),
+]
+
+# A close waits for every payment of its office day still being recorded (the lock above), then
+# records the drawer only as the committed receipts stand: expected cash and checks as
+# ``selectors.day_report`` counts them (a payment voided on or before the day is not in it).
+DAY_CLOSE_GUARD = pgtrigger.Trigger(
+    name="close_matches_committed_receipts",
+    operation=pgtrigger.Insert,
+    when=pgtrigger.Before,
+    func=pgtrigger.Func(
+        f"""
+        PERFORM pg_advisory_xact_lock({_office_day_lock("NEW.office_id", "NEW.day")});
+        IF (SELECT (coalesce(sum(p.amount) FILTER (WHERE p.method = 'cash'), 0),
+                    coalesce(sum(p.amount) FILTER (WHERE p.method = 'check'), 0))
+            FROM billing_payment p
+            WHERE p.office_id = NEW.office_id AND p.paid_on = NEW.day
+              AND NOT EXISTS (SELECT 1 FROM billing_paymentvoid v WHERE v.payment_id = p.id AND v.voided_on <= NEW.day))
+           IS DISTINCT FROM (NEW.expected_cash, NEW.expected_checks) THEN
+            RAISE EXCEPTION 'a payment of % at office % was recorded while the day was being closed', NEW.day, NEW.office_id
+                USING ERRCODE = 'serialization_failure';
+        END IF;
+        RETURN NEW;
+        """
+    ),
+)
+
+
 class Payment(models.Model):
     class Method(models.TextChoices):
         CASH = "cash", _("Efectivo")
@@ -218,6 +312,11 @@ class Payment(models.Model):
     # receipt. Payments recorded before the rule read as not back-dated.
     backdated = models.BooleanField(_("con fecha retroactiva"), default=False)
     backdate_reason = models.CharField(_("razón de la fecha retroactiva"), max_length=200, blank=True, default="")
+    # Issue 17: the same parcel, amount and form of payment within 10 minutes of an earlier one is
+    # recorded only once the collector confirmed "yes, it is a second payment" after being shown
+    # that earlier payment's receipt; this is the payment that was named.
+    second_of = models.ForeignKey("self", on_delete=models.PROTECT, null=True, blank=True, related_name="+",
+                                  verbose_name=_("confirmado como segundo pago después de"))
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -235,7 +334,7 @@ class Payment(models.Model):
             ),
         ]
         indexes = [models.Index(fields=["parcel", "paid_on"]), models.Index(fields=["office", "paid_on"])]
-        triggers = APPEND_ONLY
+        triggers = [*APPEND_ONLY, *PAYMENT_GUARDS]
 
     @property
     def key(self) -> str:
@@ -400,7 +499,7 @@ class DayClose(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["office", "day"], name="one_close_per_office_day")]
-        triggers = APPEND_ONLY
+        triggers = [*APPEND_ONLY, DAY_CLOSE_GUARD]
 
 
 class DocumentSeries(models.Model):

@@ -82,7 +82,8 @@ def _fresh_form(data: Any, statement: accounts.Statement, refill: dict[str, str]
     Bound data (what the collector typed) is kept; only the hidden fields are renewed (a
     confirmation of an excess is never carried over: a changed amount asks again). ``refill``
     puts back a form that was sent but not recorded (the page says so beside it)."""
-    hidden = {"idempotency_key": uuid.uuid4().hex, "expected_total_due": f"{statement.total_due:.2f}", "confirm_excess": ""}
+    hidden = {"idempotency_key": uuid.uuid4().hex, "expected_total_due": f"{statement.total_due:.2f}", "confirm_excess": "",
+              "confirm_second": ""}
     if data is None:
         initial = {"method": Payment.Method.CASH, **hidden}
         if statement.total_due > 0:
@@ -97,13 +98,16 @@ def _fresh_form(data: Any, statement: accounts.Statement, refill: dict[str, str]
     return form
 
 
-def _confirmation_form(data: dict[str, Any], statement: accounts.Statement) -> PaymentForm:
-    """The second step for an amount above what is due today: the same payment, confirmed."""
+def _confirmation_form(data: dict[str, Any], statement: accounts.Statement, second_of: Payment | None = None) -> PaymentForm:
+    """The second step for an amount above what is due today, or for the same payment as one
+    recorded minutes ago (``second_of``, issue 17): the same payment, confirmed. An excess the
+    page already confirmed stays confirmed on the second-payment question."""
     values = {
         "amount": f"{data['amount']:.2f}", "method": data["method"], "reference": data["reference"],
         "tendered": f"{data['tendered']:.2f}" if data.get("tendered") is not None else "",
         "idempotency_key": uuid.uuid4().hex, "expected_total_due": f"{statement.total_due:.2f}",
-        "confirm_excess": f"{data['amount']:.2f}",
+        "confirm_excess": f"{data['amount']:.2f}" if second_of is None or data.get("confirm_excess") == data["amount"] else "",
+        "confirm_second": str(second_of.pk) if second_of is not None else "",
     }
     return PaymentForm(initial=values)
 
@@ -128,6 +132,7 @@ def counter_parcel(request: HttpRequest, pk: int) -> HttpResponse:
     today = timezone.localdate()
     error = ""
     destination = None
+    second_of = None
     if request.method == "POST":
         form = PaymentForm(request.POST)
         if form.is_valid() and request.POST.get("action") != "revise":
@@ -144,9 +149,14 @@ def counter_parcel(request: HttpRequest, pk: int) -> HttpResponse:
                         acting_user=request.user, parcel=parcel, amount=data["amount"], paid_on=today, method=data["method"],
                         reference=data["reference"].strip(), idempotency_key=data["idempotency_key"],
                         expected_total_due=data["expected_total_due"], tendered=data.get("tendered"),
+                        second_of=data.get("confirm_second"), ask_if_second=True,
                     )
+                except counter_services.SecondPaymentQuestion as exc:
+                    second_of = exc.earlier  # nothing recorded: the page asks, naming the earlier receipt
+                    counter_status.attempt_answered(user=request.user, key=data["idempotency_key"])
                 except BillingError as exc:
                     error = str(exc)
+                    counter_status.attempt_answered(user=request.user, key=data["idempotency_key"])
                 else:
                     change = receipt.payment.change
                     if change is not None:
@@ -159,13 +169,17 @@ def counter_parcel(request: HttpRequest, pk: int) -> HttpResponse:
     statement = accounts.statement(parcel=parcel, as_of=today)
     last = counter_status.last_attempt(request) if request.method == "GET" else None
     refill = last.data if last is not None and not last.recorded and last.parcel_pk == parcel.pk else None
-    if destination is not None:
+    if second_of is not None:
+        form = _confirmation_form(form.cleaned_data, statement, second_of=second_of)
+    elif destination is not None:
         form = _confirmation_form(form.cleaned_data, statement)
     else:
         form = _fresh_form(request.POST if request.method == "POST" else None, statement, refill=refill)
-    if error:
-        form.add_error(None, error)
     office, office_error = _office_or_error(request.user)
+    # Issue 17: a closed day takes no payment; the page says so (naming the close) instead of the form.
+    day_closed = counter_services.closed_day_refusal(office=office, day=today) if office is not None else ""
+    if error and error != day_closed:  # the close is said once, in place of the form
+        form.add_error(None, error)
     confirm_tendered = Decimal(form.initial["tendered"]) if destination is not None and form.initial.get("tendered") else None
     return render(request, "billing/counter_parcel.html", {
         "parcel": parcel, "statement": statement, "form": form, "today": today, "office": office, "office_error": office_error,
@@ -173,6 +187,7 @@ def counter_parcel(request: HttpRequest, pk: int) -> HttpResponse:
         "confirm_tendered": confirm_tendered,
         "confirm_change": confirm_tendered - destination.amount if confirm_tendered is not None and destination else None,
         "last_attempt": last, "refilled": refill is not None, "session_seconds": settings.SESSION_COOKIE_AGE,
+        "second_of": second_of, "day_closed": day_closed,
         "installment_bills": portal.installment_bills(parcel),
     })
 
@@ -192,7 +207,10 @@ def _render_receipt(request: HttpRequest, receipt: Any, void_form: VoidForm | No
 
 @role_required(*READERS)
 def receipt(request: HttpRequest, pk: int) -> HttpResponse:
-    return _render_receipt(request, get_receipt_for_user(request.user, pk))
+    found = get_receipt_for_user(request.user, pk)
+    if has_role(request.user, *COUNTER_ROLES):  # the answer to the collector's payment form was shown
+        counter_status.attempt_answered(user=request.user, key=found.payment.idempotency_key)
+    return _render_receipt(request, found)
 
 
 VOID_ACT = "billing.void"

@@ -4,7 +4,7 @@ refunds of credit and the office's day close."""
 from __future__ import annotations
 
 import uuid
-from datetime import date
+from datetime import date, timedelta
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
@@ -81,6 +81,7 @@ def payment_record(
     *, acting_user: Any, parcel: Parcel, amount: Decimal, paid_on: date | None = None, method: str = Payment.Method.CASH,
     reference: str = "", office_code: str | None = None, idempotency_key: str | None = None,
     expected_total_due: Decimal | None = None, tendered: Decimal | None = None, backdate_reason: str = "",
+    second_of: int | None = None, ask_if_second: bool = False,
 ) -> Receipt:
     """¶13: a payment at the Collector's office and its numbered receipt, in one transaction.
 
@@ -92,7 +93,16 @@ def payment_record(
 
     ``paid_on`` is today unless given (issue 11, finding 7): never after today; a day before today
     only by a supervisor with a ``backdate_reason`` (``_backdate_refusal``), and the payment is
-    then marked back-dated, on its receipt too."""
+    then marked back-dated, on its receipt too.
+
+    Issue 17: never into an office day already closed, whatever its date (``closed_day_refusal``);
+    a check number the parcel already paid with is refused unless that payment was voided
+    (``check_number_refusal``). With ``ask_if_second`` (the counter page and ``billing pay``: a
+    person at the counter) the same parcel, amount and form of payment within
+    ``SECOND_PAYMENT_WINDOW`` of an earlier payment raises ``SecondPaymentQuestion`` naming it,
+    unless ``second_of`` is that payment's id (the collector confirmed a second payment, stored
+    on the new payment). Scripted callers (the demo seed, benchmarks, tests) record what they are
+    given: the question is for a person who may have pressed Back and sent the form again."""
     if not has_role(acting_user, COLLECTOR, SUPERVISOR):
         raise BillingError(_("El usuario %(u)s no es colector.") % {"u": getattr(acting_user, "username", None)})
     amount = parse_amount(amount)
@@ -117,12 +127,21 @@ def payment_record(
         return existing.receipt
     today = timezone.localdate()
     paid_on = paid_on or today
+    refusal = closed_day_refusal(office=office, day=paid_on)
+    if refusal:
+        raise BillingError(refusal)
     backdate_reason = backdate_reason.strip()
     refusal = _backdate_refusal(acting_user=acting_user, parcel=parcel, office=office, paid_on=paid_on, today=today,
                                 reason=backdate_reason)
     if refusal:
         raise BillingError(refusal)
     backdated = paid_on < today
+    refusal = check_number_refusal(parcel=parcel, method=method, reference=reference)
+    if refusal:
+        raise BillingError(refusal)
+    earlier = _same_payment_shortly_before(parcel=parcel, amount=amount, method=method) if ask_if_second or second_of else None
+    if earlier is not None and second_of != earlier.pk:
+        raise SecondPaymentQuestion(earlier)
     before = account_state(parcel=parcel, as_of=paid_on)
     if expected_total_due is not None and before.state.total_due != expected_total_due:
         raise BillingError(
@@ -132,7 +151,7 @@ def payment_record(
     payment = Payment(
         parcel=parcel, office=office, collector=acting_user, paid_on=paid_on, amount=amount, method=method,
         reference=reference, idempotency_key=key, payer_name=parcel.owner.name, tendered=tendered, change=change,
-        backdated=backdated, backdate_reason=backdate_reason if backdated else "",
+        backdated=backdated, backdate_reason=backdate_reason if backdated else "", second_of=earlier,
     )
     payment.full_clean()
     payment.save()
@@ -168,8 +187,8 @@ def payment_record(
 def _backdate_refusal(*, acting_user: Any, parcel: Parcel, office: Office, paid_on: date, today: date, reason: str) -> str:
     """Why a payment cannot carry the date ``paid_on`` (empty when it can), issue 11, finding 7.
 
-    Never after today. Before today only a supervisor records it, with a reason, and never into
-    an office day already closed (its cash was counted without it) nor before anything the
+    Never after today. Before today only a supervisor records it, with a reason (a closed office
+    day is refused before, whatever the date: ``closed_day_refusal``), and never before anything the
     account already records after that day (a payment, a void, a refund, a give-back, a credit
     applied, a correction: their stored allocations were made without it)."""
     day = paid_on.strftime("%d/%m/%Y")
@@ -184,9 +203,6 @@ def _backdate_refusal(*, acting_user: Any, parcel: Parcel, office: Office, paid_
         return _("Un pago con fecha anterior a hoy (%(d)s) requiere la razón de la fecha retroactiva.") % {"d": day}
     if len(reason) > Payment._meta.get_field("backdate_reason").max_length:
         return _("La razón de la fecha retroactiva es demasiado larga (hasta 200 caracteres).")
-    if DayClose.objects.filter(office=office, day=paid_on).exists():
-        return _("El día %(d)s ya está cerrado en la colecturía %(o)s: no se registra un pago con esa fecha.") % {
-            "d": day, "o": office.code}
     later = (LedgerEntry.objects.filter(parcel=parcel, entry_date__gt=paid_on).exclude(kind=LedgerEntry.Kind.CHARGE)
              .order_by("-entry_date", "-id").first())
     if later is None:
@@ -199,6 +215,72 @@ def _backdate_refusal(*, acting_user: Any, parcel: Parcel, office: Office, paid_
         "No se puede registrar un pago con fecha %(d)s: la cuenta del predio %(p)s ya tiene %(what)s con fecha %(l)s, "
         "posterior a ese día. Un pago con fecha retroactiva no puede quedar antes de lo ya registrado."
     ) % {"d": day, "p": parcel.parcel_id, "what": what, "l": later.entry_date.strftime("%d/%m/%Y")}
+
+
+SECOND_PAYMENT_WINDOW = timedelta(minutes=10)  # issue 17: Back, then resubmit, took the same check twice
+
+
+class SecondPaymentQuestion(BillingError):
+    """The same parcel, amount and form of payment as ``earlier`` (not voided), recorded less than
+    ``SECOND_PAYMENT_WINDOW`` ago: recorded only when the collector confirms a second payment."""
+
+    def __init__(self, earlier: Payment) -> None:
+        self.earlier = earlier
+        receipt = earlier.receipt
+        super().__init__(_(
+            "El predio %(p)s ya tiene un pago igual de %(a)s (%(m)s) registrado a las %(t)s: recibo %(n)s. "
+            "¿Es un segundo pago? Si no lo es, no lo cobre otra vez."
+        ) % {"p": earlier.parcel.parcel_id, "a": f"${earlier.amount.amount:,.2f}", "m": Payment.Method(earlier.method).label,
+             "t": timezone.localtime(earlier.created_at).strftime("%H:%M"), "n": receipt.display_number})
+
+
+def _same_payment_shortly_before(*, parcel: Parcel, amount: Decimal, method: str) -> Payment | None:
+    """The latest payment of the parcel with this amount and form, not voided, recorded within
+    ``SECOND_PAYMENT_WINDOW`` of now (the recording time: the window is the counter's clock, so
+    it is checked here rather than in the database, whose clock the tests cannot move)."""
+    since = timezone.now() - SECOND_PAYMENT_WINDOW
+    return (Payment.objects.filter(parcel=parcel, amount=amount, method=method, created_at__gte=since, void__isnull=True)
+            .select_related("receipt__office", "parcel").order_by("-created_at", "-id").first())
+
+
+def normalized_check_number(reference: str) -> str:
+    """The check number as compared: without spaces, in capitals (the database trigger
+    ``one_check_number_per_parcel`` compares the same way)."""
+    return "".join(reference.split()).upper()
+
+
+def check_number_refusal(*, parcel: Parcel, method: str, reference: str) -> str:
+    """Issue 17: a check number already recorded for the parcel, and not voided, is not taken
+    again (empty when it can be). A bounced check is voided first; its number may then come back."""
+    number = normalized_check_number(reference)
+    if method != Payment.Method.CHECK or not number:
+        return ""
+    for payment in (Payment.objects.filter(parcel=parcel, method=Payment.Method.CHECK, void__isnull=True)
+                    .select_related("receipt__office").order_by("id")):
+        if normalized_check_number(payment.reference) == number:
+            return _(
+                "El cheque %(c)s ya se registró para el predio %(p)s: recibo %(n)s del %(d)s a las %(t)s. Un cheque no se "
+                "cobra dos veces; solo si ese pago se anula (cheque devuelto) se puede registrar otra vez."
+            ) % {"c": reference.strip(), "p": parcel.parcel_id, "n": payment.receipt.display_number,
+                 "d": timezone.localtime(payment.created_at).strftime("%d/%m/%Y"),
+                 "t": timezone.localtime(payment.created_at).strftime("%H:%M")}
+    return ""
+
+
+def closed_day_refusal(*, office: Office, day: date) -> str:
+    """Issue 17: why no payment can be dated ``day`` at ``office`` (empty when it can): the day
+    was closed, its cash counted without it. Names the close: office, day, supervisor, when."""
+    close = DayClose.objects.filter(office=office, day=day).select_related("closed_by", "office").first()
+    if close is None:
+        return ""
+    user = close.closed_by
+    closed_at = timezone.localtime(close.closed_at)
+    return _(
+        "El día %(d)s de la colecturía %(o)s (%(on)s) está cerrado: lo cerró %(s)s el %(cd)s a las %(ct)s. "
+        "No se registran pagos en un día cerrado."
+    ) % {"d": day.strftime("%d/%m/%Y"), "o": office.code, "on": office.name,
+         "s": " ".join(user.get_full_name().split()) or user.get_username(),
+         "cd": closed_at.strftime("%d/%m/%Y"), "ct": closed_at.strftime("%H:%M")}
 
 
 def _receipt_issue(*, payment: Payment, office: Office, account: Account, applications: list[rules.Application]) -> Receipt:

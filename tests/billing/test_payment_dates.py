@@ -148,7 +148,7 @@ def test_back_dating_into_a_closed_office_day_is_refused(district_1, supervisor)
         counter.day_close(acting_user=supervisor, office=Office.objects.get(code="LAJ"), day=date(2026, 9, 14),
                           counted_cash=Decimal("0.00"), counted_checks=Decimal("0.00"))
     before = written()
-    with pytest.raises(BillingError, match="El día 14/09/2026 ya está cerrado en la colecturía LAJ"):
+    with pytest.raises(BillingError, match=r"El día 14/09/2026 de la colecturía LAJ \(Colecturía de Lajas\) está cerrado: lo cerró Edwin Figueroa Ramos"):
         back_date(supervisor, "P4", Decimal("6965.55"), date(2026, 9, 14))
     assert written() == before
     assert back_date(supervisor, "P4", P4_ON_SEPTEMBER_15, SEPTEMBER_15).payment.paid_on == SEPTEMBER_15  # the next day is open

@@ -36,7 +36,9 @@ class Command(BaseCommand):
         pay.add_argument("--user", required=True)
         pay.add_argument("--office")
         pay.add_argument("--method", default="cash", choices=Payment.Method.values)
-        pay.add_argument("--reference", default="")
+        pay.add_argument("--reference", default="", help="the check or transfer number (a check number is taken once per parcel)")
+        pay.add_argument("--second-payment-of", metavar="RECEIPT",
+                         help="confirm a second payment: the same parcel, amount and method as this receipt, recorded minutes ago")
         statement = sub.add_parser("statement", help="the statement (estado de cuenta) as of a date")
         statement.add_argument("--parcel", required=True)
         statement.add_argument("--as-of", required=True, help="YYYY-MM-DD")
@@ -158,14 +160,22 @@ class Command(BaseCommand):
         amount = counter.parse_amount(options["amount"])
         paid_on = self.date(options["date"]) if options["date"] else None
         user = self.user(options["user"])
-        receipt = counter.payment_record(
-            acting_user=user, parcel=parcel, amount=amount, paid_on=paid_on, method=options["method"],
-            reference=options["reference"], office_code=options["office"], backdate_reason=options["reason"],
-        )
+        second_of = documents.receipt_by_number(options["second_payment_of"]).payment_id if options["second_payment_of"] else None
+        try:
+            receipt = counter.payment_record(
+                acting_user=user, parcel=parcel, amount=amount, paid_on=paid_on, method=options["method"],
+                reference=options["reference"], office_code=options["office"], backdate_reason=options["reason"],
+                second_of=second_of, ask_if_second=True,
+            )
+        except counter.SecondPaymentQuestion as question:  # issue 17: nothing recorded; say how to confirm
+            raise BillingError(f"{question} (nothing recorded; if it is a second payment, run again with "
+                               f"--second-payment-of {question.earlier.receipt.display_number})") from None
         snapshot = receipt.snapshot
-        backdated = " (back-dated)" if receipt.payment.backdated else ""
+        notes = " (back-dated)" if receipt.payment.backdated else ""
+        if receipt.payment.second_of_id:
+            notes += f" (a second payment after receipt {options['second_payment_of']})"
         self.stdout.write(
-            f"paid ${amount:,.2f} on {receipt.payment.paid_on.isoformat()}{backdated} for {parcel.parcel_id}; "
+            f"paid ${amount:,.2f} on {receipt.payment.paid_on.isoformat()}{notes} for {parcel.parcel_id}; "
             f"due now ${Decimal(snapshot['total_due_after']):,.2f}; credit ${Decimal(snapshot['credit_balance']):,.2f}; "
             f"receipt {receipt.display_number}"
         )
