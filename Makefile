@@ -51,8 +51,11 @@ run: run-start $(STAMP) $(SECRET_FILE)
 	  worker=$$!; trap 'kill $$worker 2>/dev/null' EXIT INT TERM; \
 	  DEBUG=true SECRET_KEY_FILE=$(SECRET_FILE) $(PY) manage.py runserver 127.0.0.1:8000
 
+# The suite runs in parallel (pytest-xdist): one process per core, each with its own test database
+# (test_<name>_gw0, _gw1 …). PYTEST_WORKERS=0 runs it in this one process.
+PYTEST_WORKERS ?= auto
 test: $(DEV_STAMP)
-	DJANGO_SETTINGS_MODULE=lajas_portal.settings_test $(PY) -m pytest $(PYTEST_ARGS)
+	DJANGO_SETTINGS_MODULE=lajas_portal.settings_test $(PY) -m pytest -n $(PYTEST_WORKERS) --dist worksteal $(PYTEST_ARGS)
 
 lint: $(DEV_STAMP)
 	$(PY) -m ruff check .
