@@ -175,6 +175,8 @@ def counter_parcel(request: HttpRequest, pk: int) -> HttpResponse:
         form = _confirmation_form(form.cleaned_data, statement)
     else:
         form = _fresh_form(request.POST if request.method == "POST" else None, statement, refill=refill)
+        if request.POST.get("action") == "revise":  # "No, corregir la cantidad": the cursor goes to the amount
+            form.fields["amount"].widget.attrs["autofocus"] = True
     office, office_error = _office_or_error(request.user)
     # Issue 17: a closed day takes no payment; the page says so (naming the close) instead of the form.
     day_closed = counter_services.closed_day_refusal(office=office, day=today) if office is not None else ""

@@ -214,3 +214,35 @@ def test_a_day_twenty_dollars_short_is_closed_only_with_an_explanation(visit, mo
     assert words["closed"] in main and "Se dieron $20.00 de más de cambio a las 11:40" in main
     assert "$4,615.90" in main and "$4,635.90" in main
     assert "csrfmiddlewaretoken" not in page.url
+
+
+@pytest.mark.parametrize("width", [390, 1280])
+def test_the_excess_confirmation_comes_first_and_focused(visit, monkeypatch, width):
+    """Issue 18 point 7: a payment above what is owed today asks for a confirmation; it opens at the
+    top of the page with the focus on its heading (a collector on a phone sees it without scrolling),
+    and "No, corregir la cantidad" puts the cursor back in the amount, still typed."""
+    move_clock_to(monkeypatch, OCTOBER_15)
+    _finalized_district()
+    users("collector")
+    p4 = Parcel.objects.get(parcel_id="P4")
+    page = visit.page
+    page.set_viewport_size({"width": width, "height": 844})
+    visit.login("u_collector", PASSWORD)
+    visit.go(f"/colecturia/predio/{p4.pk}/")
+    page.fill("#id_amount", "15,000.00")
+    page.check("input[name=method][value=cash]")
+    page.get_by_role("button", name=WORDS["es"]["collect"]).click()
+    page.wait_for_load_state()
+    assert page.evaluate("document.activeElement.id") == "pago"
+    assert page.evaluate("window.scrollY") == 0
+    shot(visit, f"{width}-excess-first")
+    heading, summary = page.locator("#pago").bounding_box(), page.locator("#excess-summary").bounding_box()
+    assert heading["y"] + heading["height"] < 500, heading  # in the first screen, under the page's own heading
+    assert summary["y"] < page.locator(".counter-owed").bounding_box()["y"]
+    assert "Sobran" in page.inner_text("#excess-summary")
+    shot(visit, f"{width}-excess-first")
+    page.get_by_role("button", name="No, corregir la cantidad").click()
+    page.wait_for_load_state()
+    assert page.evaluate("document.activeElement.id") == "id_amount"
+    assert page.input_value("#id_amount") in ("15,000.00", "15000.00")
+    assert not Payment.objects.exists()
