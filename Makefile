@@ -10,7 +10,7 @@ SECRET_FILE := .pgdata/secret_key
 RUN_URL := http://127.0.0.1:8000
 DATABASE := $(if $(DATABASE_URL),the server in DATABASE_URL,the embedded PostgreSQL in .pgdata/ (started if it is not running))
 
-.PHONY: run run-start test lint migrations-check worker bench stop-db clean
+.PHONY: run run-start test lint migrations-check worker totp bench stop-db clean
 
 $(PY):
 	@echo "creating $(VENV)/ with $(PYTHON)"
@@ -65,6 +65,11 @@ migrations-check: $(DEV_STAMP)
 
 worker: $(STAMP) $(SECRET_FILE)
 	DEBUG=true SECRET_KEY_FILE=$(SECRET_FILE) $(PY) manage.py run_worker
+
+# The current second-factor code of a demo staff user: make totp USER=hacienda (development only).
+totp: $(STAMP) $(SECRET_FILE)
+	@test "$(origin USER)" = "command line" || { echo "make totp USER=<demo username>, e.g. make totp USER=hacienda" >&2; exit 2; }
+	@DEBUG=true SECRET_KEY_FILE=$(SECRET_FILE) $(PY) manage.py demo_totp $(USER)
 
 bench: $(DEV_STAMP)
 	cd bench && ../$(PY) run_all.py

@@ -91,7 +91,7 @@ class Command(BaseCommand):
                 secret = totp_secret(demo_totp_device_set(user=user)).replace(" ", "")
             lines.append(f"  {username:14} {password:28} {secret:34} ({role})")
         self.done(started, f"{len(DEMO_USERS)} users (username / password / authenticator secret; "
-                           "the code: any TOTP app, or `python manage.py demo_totp USERNAME`):")
+                           "the code: any TOTP app, or `make totp USER=<username>`):")
         for line in lines:
             self.stdout.write(line)
         self.seed_levy_and_payments()
