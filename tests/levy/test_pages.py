@@ -434,6 +434,24 @@ def test_roll_page_stays_within_its_query_budget(client, users, make_parcel, own
     assert response.context["page"].paginator.num_pages == 2
 
 
+def test_roll_counts_its_lines_with_thousands_grouped(client, users, owner_a):
+    """Issue 18 point 12: the roll said "1363 lines"; counts read as the amounts do (1,001)."""
+    from tests.factories import ParcelFactory
+
+    for number in range(1001):
+        ParcelFactory(parcel_id=f"M{number:04d}", owner=owner_a, gravity_area=Decimal("2"), pumped_area=Decimal("0"),
+                      credit_percent=Decimal("0"))
+    estimate_enter(acting_user=users["authority"], fiscal_year=YEAR,
+                   **amounts(om_estimate="100000.00", reserve="0", misc_income="0"))
+    estimate_certify(acting_user=users["authority"], fiscal_year=YEAR)
+    levy_compute(acting_user=users["hacienda"], fiscal_year=YEAR)
+    client.force_login(users["hacienda"])
+    page = client.get(url("roll", year=YEAR)).content.decode()
+    assert "1,001 líneas" in page and "Total del padrón (1,001 líneas)" in page
+    filtered = client.get(url("roll", year=YEAR), {"q": "M000"}).content.decode()
+    assert "10 líneas de 1,001 en el padrón" in filtered
+
+
 @pytest.fixture
 def hyperlink_owner(make_parcel):
     owner = owner_create(acting_user=None, name='=HYPERLINK("http://x")', owner_key="OWN-X")
