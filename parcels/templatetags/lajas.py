@@ -6,6 +6,7 @@ from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
 from django import template
+from django.utils.html import format_html
 from django.utils.translation import gettext_lazy as _
 
 register = template.Library()
@@ -28,6 +29,13 @@ def money(value: Any) -> str:
     amount = amount.quantize(Decimal("0.01"), rounding=ROUND_HALF_UP)
     sign = "-" if amount < 0 else ""
     return f"{sign}${abs(amount):,.2f}"
+
+
+@register.filter
+def unbroken(value: Any) -> str:
+    """A code the line must not break at its hyphen ("LAJ-" / "000004" at 390 px, issue 18), as a
+    span that ``.nowrap`` keeps whole; escaped like any value."""
+    return format_html('<span class="nowrap">{}</span>', value)
 
 
 @register.filter

@@ -289,3 +289,19 @@ def test_a_corrections_entries_stay_with_their_charge_on_a_phone(visit, district
     assert abs(box["y"] - (charge_row["y"] + charge_row["height"])) < 1, (charge_row, box)  # one card: no gap between them
     assert box["x"] >= 0 and box["x"] + box["width"] <= WIDTH + 0.5, box
     _stacked_cells(visit, "main table.table-stack")  # the charge's own cells still stack with their labels
+
+
+def test_headings_keep_a_cadastre_number_whole(visit, district):
+    """Issue 18 point 12: at 390 px the counter's heading broke "LAJ-" / "000004" at the hyphen; the
+    number now moves to the next line whole (the heading itself may wrap before it)."""
+    from tests.factories import ParcelFactory
+
+    parcel = ParcelFactory(parcel_id="LAJ-000004", owner=Owner.objects.get(owner_key="OW-1"), gravity_area=Decimal("12"))
+    _open(visit, "es-pr", "u_collector")
+    for path in (f"/colecturia/predio/{parcel.pk}/", f"/colecturia/predio/{parcel.pk}/estado/"):
+        _look(visit, path, "heading", "es-pr")
+        number = visit.page.locator("h1 .nowrap")
+        assert number.inner_text() == "LAJ-000004"
+        assert number.evaluate("(e) => e.getClientRects().length") == 1, path  # one piece, on one line
+        box = number.bounding_box()
+        assert box["x"] >= 0 and box["x"] + box["width"] <= WIDTH
