@@ -18,13 +18,31 @@ from tests.otp import Client
 EXAMPLE_1 = [("P1", "100"), ("P2", "250"), ("P3", "50"), ("P4", "75.5"), ("P5", "24.5")]
 
 
+def seed_migration_rows() -> None:
+    """The rows the data migrations create (roles, legal parameters, the Lajas office), put back
+    after a transactional test's flush emptied every table. The suite runs in parallel
+    (pytest-xdist), so a worker may run a database test after a transactional one: it finds the
+    database as migrations left it, as in a single process where pytest-django runs those last."""
+    import importlib
+
+    from django.apps import apps
+
+    for module, function in [
+        ("parcels.migrations.0002_roles_and_owner_key_sequence", "create_roles"),
+        ("levy.migrations.0002_statute_parameters", "seed"),
+        ("billing.migrations.0002_default_office", "seed"),
+    ]:
+        getattr(importlib.import_module(module), function)(apps, None)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def flush_past_the_truncate_guard():
     """Transactional tests end with Django's flush, one ``TRUNCATE … CASCADE`` of every table, which
     the append-only tables' BEFORE TRUNCATE triggers refuse (parcels.database.NO_TRUNCATE). The
     test suite's flush runs with ``session_replication_role = replica`` for its own transaction,
     which fires no ordinary trigger. Only a superuser may set it (the test database's user is
-    one); the application's role in production cannot (tests/test_database_guard.py)."""
+    one); the application's role in production cannot (tests/test_database_guard.py). After the
+    flush, the data migrations' rows are put back (``seed_migration_rows``)."""
     from django.db.backends.postgresql.operations import DatabaseOperations
 
     execute_sql_flush = DatabaseOperations.execute_sql_flush
@@ -32,6 +50,7 @@ def flush_past_the_truncate_guard():
     def flush_without_triggers(self, sql_list):
         # execute_sql_flush runs the list in one transaction, so SET LOCAL ends with the flush.
         execute_sql_flush(self, ["SET LOCAL session_replication_role = replica", *sql_list])
+        seed_migration_rows()
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(DatabaseOperations, "execute_sql_flush", flush_without_triggers)
@@ -107,18 +126,8 @@ def login(client):
 
 @pytest.fixture
 def seed_rows(transactional_db):
-    """Rows the data migrations create (roles, legal parameters, the Lajas office), re-created for
-    transactional tests: each one empties the tables when it ends."""
-    import importlib
-
-    from django.apps import apps
-
-    for module, function in [
-        ("parcels.migrations.0002_roles_and_owner_key_sequence", "create_roles"),
-        ("levy.migrations.0002_statute_parameters", "seed"),
-        ("billing.migrations.0002_default_office", "seed"),
-    ]:
-        getattr(importlib.import_module(module), function)(apps, None)
+    """Rows the data migrations create (roles, legal parameters, the Lajas office) for a transactional
+    test: every flush puts them back (``seed_migration_rows``), so this only asks for the database."""
 
 
 @pytest.fixture(autouse=True)
