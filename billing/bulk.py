@@ -35,7 +35,7 @@ from django.utils.translation import gettext as _
 from parcels.jobs import JobProgress, job_task
 from parcels.models import Job
 
-from . import pdf
+from . import anchors, pdf
 from .models import Bill, BillBatch, BillBatchPart, IssuedDocument
 from .services import bills
 
@@ -133,6 +133,7 @@ def part_store(*, batch: BillBatch, merging: Merging) -> BillBatchPart:
     try:
         with transaction.atomic():
             part.save()
+            anchors.anchor_soon(reason="bulk-printing part")  # its hash goes into a signed anchor
     except IntegrityError:  # another run of the same batch wrote this part meanwhile
         part.pdf.delete(save=False)
         part = BillBatchPart.objects.get(batch=batch, index=index)
