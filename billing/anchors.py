@@ -180,6 +180,8 @@ def anchor_payload(cursor: Any, *, now: datetime, reason: str) -> dict[str, Any]
         UNION ALL SELECT 'document ' || kind || ' ' || year, last_number FROM billing_documentseries
     """)
     series = dict(cursor.fetchall())
+    cursor.execute("SELECT id, pdf, sha256 FROM billing_billbatchpart ORDER BY id")
+    parts = {str(pk): [name, sha256] for pk, name, sha256 in cursor.fetchall()}
     marks = books.checkpoint_marks(cursor, until=now - chain.CHECKPOINT_SETTLE)
     return {
         "format": FORMAT,
@@ -189,6 +191,7 @@ def anchor_payload(cursor: Any, *, now: datetime, reason: str) -> dict[str, Any]
         "chain": chain.heads_now(cursor),
         "counts": counts,
         "series": series,
+        "parts": parts,  # every merged bulk-printing part: its file and the file's SHA-256 (rows never change)
         "marks": marks,
         "totals": books.checkpoint_totals(cursor, marks),
     }
@@ -219,7 +222,12 @@ def anchor_write(*, reason: str, key_file: str | None = None, storage: Any = Non
     now = timezone.now()
     payload = _read_payload(now=now, reason=reason)
     data = sign(payload, key)
-    name = storage.save(f"{PREFIX}{now.astimezone(UTC):%Y%m%dT%H%M%S%fZ}.json", ContentFile(data))
+    # Named by the machine's clock (names sort by time; the payload carries the application's).
+    stamp = f"{PREFIX}{datetime.now(UTC):%Y%m%dT%H%M%S%fZ}"
+    try:
+        name = storage.save(f"{stamp}.json", ContentFile(data))
+    except FileExistsError:  # two anchors in one microsecond
+        name = storage.save(f"{stamp}-{os.getpid()}.json", ContentFile(data))
     if settings.ANCHOR_EMAIL:
         message = EmailMessage(
             subject=f"{settings.EMAIL_SUBJECT_PREFIX}anchor {name}",
@@ -353,6 +361,13 @@ def compare(cursor: Any, anchor: Anchor, limit: int) -> list[books.Finding]:
          if (series_now.get(name) or 0) < last],
         lambda row: f"{where}: numbering series {row[0]} is at {row[2] if row[2] is not None else '(missing)'}, "
                     f"below the {row[1]} anchored")
+    anchored_parts = payload.get("parts", {})
+    cursor.execute("SELECT id::text, pdf, sha256 FROM billing_billbatchpart WHERE id::text = ANY(%s)", [list(anchored_parts)])
+    parts_now = {pk: [name, sha256] for pk, name, sha256 in cursor.fetchall()}
+    add([(pk, name, sha256, parts_now.get(pk)) for pk, (name, sha256) in sorted(anchored_parts.items(), key=lambda i: int(i[0]))
+         if parts_now.get(pk) != [name, sha256]],
+        lambda row: f"{where}: bulk-printing part #{row[0]} was {row[1]} with SHA-256 {row[2][:16]}…, it is now "
+                    f"{(row[3][0] + ' with SHA-256 ' + row[3][1][:16] + '…') if row[3] else 'missing'}")
     totals = books.checkpoint_totals(cursor, payload.get("marks", {}))
     anchored_totals = payload.get("totals", {})
     add([(name, value, totals.get(name, "(none)")) for name, value in anchored_totals.items() if totals.get(name) != value],
