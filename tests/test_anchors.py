@@ -352,3 +352,19 @@ def test_keygen_never_overwrites_a_key(tmp_path):
     with pytest.raises(CommandError, match="a signing key is never overwritten"):
         run_command("anchor", "keygen", "--out", str(key))
     assert key.read_bytes() == before
+
+
+# --- The published key ----------------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_the_verification_pages_publish_the_public_key(district_1, staff, anchored, client):
+    published = anchors.published_key()
+    assert published.pem == anchored["public"].read_text()
+    with on_day(date(2026, 7, 2)):
+        receipt = counter.payment_record(acting_user=staff["collector"], parcel=Parcel.objects.get(parcel_id="P1"),
+                                         amount=Decimal("9180.00"), paid_on=date(2026, 7, 2))
+    code = IssuedDocument.objects.get(receipt=receipt).verification_code
+    for url in (f"/verificar/{code}/", "/verificar/clave-publica/", "/verificar/no-such-code/"):
+        page = client.get(url).content.decode()
+        assert published.fingerprint in page and "-----BEGIN PUBLIC KEY-----" in page, url
