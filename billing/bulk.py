@@ -19,6 +19,7 @@ import functools
 import hashlib
 import logging
 import os
+import secrets
 import tempfile
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Executor, Future, ProcessPoolExecutor
@@ -126,8 +127,11 @@ def part_store(*, batch: BillBatch, merging: Merging) -> BillBatchPart:
         with open(path, "rb") as handle:
             part = BillBatchPart(batch=batch, index=index, pages=pages, sha256=hashlib.file_digest(handle, "sha256").hexdigest())
             handle.seek(0)
-            part.pdf.save(f"avisos-{batch.fiscal_year.label}-plazo{batch.number}-lote{batch.pk}-parte{index + 1:03d}.pdf",
-                          File(handle), save=False)
+            # Parts are stored write-once (billing.storage: a taken name is refused, never reused):
+            # a run that died after storing the file but before its row leaves that file behind, so
+            # each run's file has a name of its own.
+            part.pdf.save(f"avisos-{batch.fiscal_year.label}-plazo{batch.number}-lote{batch.pk}-parte{index + 1:03d}-"
+                          f"{secrets.token_hex(4)}.pdf", File(handle), save=False)
     finally:
         os.unlink(path)
     try:
