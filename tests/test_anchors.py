@@ -368,3 +368,22 @@ def test_the_verification_pages_publish_the_public_key(district_1, staff, anchor
     for url in (f"/verificar/{code}/", "/verificar/clave-publica/", "/verificar/no-such-code/"):
         page = client.get(url).content.decode()
         assert published.fingerprint in page and "-----BEGIN PUBLIC KEY-----" in page, url
+
+
+# --- The outbox on procrastinate's own tables -----------------------------------------------------
+
+
+def test_a_burst_of_committed_receipts_queues_one_anchor_in_their_transactions(jobs_in_database, district_1, staff, anchored):
+    """With the real job tables (not the in-memory stand-in): the task is deferred inside each
+    issuing transaction, the second defer meets the queueing lock in a savepoint and the payment
+    is still committed; one anchor waits, scheduled ANCHOR_DELAY_SECONDS later."""
+    for code, amount in (("P1", "9180.00"), ("P3", "4590.00")):
+        with on_day(date(2026, 7, 2)):
+            counter.payment_record(acting_user=staff["collector"], parcel=Parcel.objects.get(parcel_id=code),
+                                   amount=Decimal(amount), paid_on=date(2026, 7, 2))
+    assert Receipt.objects.count() == 2
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT status, queueing_lock, scheduled_at > now() + interval '20 seconds' FROM procrastinate_jobs"
+                       " WHERE task_name = 'billing.anchor'")
+        assert cursor.fetchall() == [("todo", "billing.anchor", True)]
+    assert anchor_files(anchored["folder"]) == []
