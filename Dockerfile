@@ -54,7 +54,7 @@ RUN SECRET_KEY=build-only-collectstatic-key-never-used-at-runtime \
     python manage.py collectstatic --no-input
 
 # Mount points of the named volumes; a fresh volume takes this ownership.
-RUN mkdir -p /srv/media /srv/static && chown app:app /srv/media /srv/static
+RUN mkdir -p /srv/media /srv/static /srv/anchors && chown app:app /srv/media /srv/static /srv/anchors
 
 COPY --chmod=0755 deploy/entrypoint.sh /usr/local/bin/lajas-entrypoint
 

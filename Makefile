@@ -6,6 +6,8 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 DEV_STAMP := $(VENV)/.installed-dev
 SECRET_FILE := .pgdata/secret_key
+# The development key that signs the books' anchors (billing.anchors; they go to .pgdata/anchors/).
+ANCHOR_KEY_FILE := .pgdata/anchor_signing_key.pem
 # `make run` serves here (runserver below); the demo's documents link to it (SITE_URL).
 RUN_URL := http://127.0.0.1:8000
 DATABASE := $(if $(DATABASE_URL),the server in DATABASE_URL,the embedded PostgreSQL in .pgdata/ (started if it is not running))
@@ -32,6 +34,10 @@ $(SECRET_FILE):
 	@mkdir -p .pgdata
 	@$(PY) -c "import secrets; print(secrets.token_urlsafe(50))" > $@
 
+$(ANCHOR_KEY_FILE): | $(STAMP) $(SECRET_FILE)
+	@echo "writing a development anchor signing key to $@ (its public key to $@.pub)"
+	@DEBUG=true SECRET_KEY_FILE=$(SECRET_FILE) $(PY) manage.py anchor keygen --out $@ >/dev/null
+
 # Before minutes of installing and building: is 127.0.0.1:8000 free for runserver?
 run-start:
 	@echo "make run 1 of 4: checking that 127.0.0.1:8000 is free, installing what requirements.txt pins if needed"
@@ -41,7 +47,8 @@ run-start:
 # .SILENT: the step lines say what runs (the worker's command line is left as it is).
 .SILENT: run
 run: export SITE_URL := $(RUN_URL)
-run: run-start $(STAMP) $(SECRET_FILE)
+run: export ANCHOR_SIGNING_KEY_FILE := $(ANCHOR_KEY_FILE)
+run: run-start $(STAMP) $(SECRET_FILE) $(ANCHOR_KEY_FILE)
 	echo "make run 2 of 4: migrating $(DATABASE)"
 	DEBUG=true SECRET_KEY_FILE=$(SECRET_FILE) $(PY) manage.py migrate --no-input
 	echo "make run 3 of 4: the demo district (seed_demo; left as it is if already there)"
@@ -63,7 +70,8 @@ lint: $(DEV_STAMP)
 migrations-check: $(DEV_STAMP)
 	DJANGO_SETTINGS_MODULE=lajas_portal.settings_test $(PY) manage.py makemigrations --check --dry-run
 
-worker: $(STAMP) $(SECRET_FILE)
+worker: export ANCHOR_SIGNING_KEY_FILE := $(ANCHOR_KEY_FILE)
+worker: $(STAMP) $(SECRET_FILE) $(ANCHOR_KEY_FILE)
 	DEBUG=true SECRET_KEY_FILE=$(SECRET_FILE) $(PY) manage.py run_worker
 
 # The current second-factor code of a demo staff user: make totp USER=hacienda (development only).

@@ -47,7 +47,6 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from django.core.files.storage import default_storage
 from django.db import connections
 
 from . import chain
@@ -516,11 +515,12 @@ def check_documents(cursor: Any, limit: int) -> list[Finding]:
 def check_batch_files(limit: int) -> list[Finding]:
     """Bulk-printing parts live in MEDIA_ROOT: each file is there and hashes as it did when merged."""
     wrong = []
+    storage = BillBatchPart._meta.get_field("pdf").storage
     for name, stored in BillBatchPart.objects.values_list("pdf", "sha256").order_by("pk"):
-        if not name or not default_storage.exists(name):
+        if not name or not storage.exists(name):
             wrong.append((name, "missing"))
             continue
-        with default_storage.open(name, "rb") as handle:
+        with storage.open(name, "rb") as handle:
             found = hashlib.file_digest(handle, "sha256").hexdigest()
         if found != stored:
             wrong.append((name, f"hashes to {found[:16]}…, merged as {stored[:16]}…"))
@@ -734,6 +734,10 @@ CHECKPOINT_TABLES = (
     ("roll corrections", "levy_rollcorrection", "created_at", "COUNT(*) || ' (' || COALESCE(SUM(net_delta), 0) || ')'"),
     ("day closes", "billing_dayclose", "closed_at",
      "COUNT(*) || ' (' || COALESCE(SUM(counted_cash), 0) || ', ' || COALESCE(SUM(counted_checks), 0) || ')'"),
+    # every stored file: the merged parts' names and hashes (the issued PDFs' are in "stored documents" and the chain)
+    ("bulk-printing parts", "billing_billbatchpart", "created_at",
+     "COUNT(*) || ' (' || encode(sha256(convert_to(COALESCE(string_agg(pdf || ' ' || sha256, ',' ORDER BY id), ''), 'UTF8')), "
+     "'hex') || ')'"),
 )
 
 
@@ -758,7 +762,9 @@ def checkpoint_totals(cursor: Any, marks: dict[str, Any]) -> dict[str, str]:
     """The figures of the records a checkpoint's ``marks`` cover (all append-only, so fixed)."""
     totals: dict[str, str] = {}
     for name, table, _stamp, aggregate in CHECKPOINT_TABLES:
-        mark = int(marks.get(table, 0))
+        if table not in marks:  # a table added since the checkpoint was taken
+            continue
+        mark = int(marks[table])
         cursor.execute(f"SELECT {aggregate} FROM {table} WHERE id <= %s", [mark])  # constants above
         totals[f"{name} up to #{mark}"] = str(cursor.fetchone()[0])
     mark = int(marks.get("levy_levy", 0))

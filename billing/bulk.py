@@ -19,6 +19,7 @@ import functools
 import hashlib
 import logging
 import os
+import secrets
 import tempfile
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Executor, Future, ProcessPoolExecutor
@@ -35,7 +36,7 @@ from django.utils.translation import gettext as _
 from parcels.jobs import JobProgress, job_task
 from parcels.models import Job
 
-from . import pdf
+from . import anchors, pdf
 from .models import Bill, BillBatch, BillBatchPart, IssuedDocument
 from .services import bills
 
@@ -126,13 +127,17 @@ def part_store(*, batch: BillBatch, merging: Merging) -> BillBatchPart:
         with open(path, "rb") as handle:
             part = BillBatchPart(batch=batch, index=index, pages=pages, sha256=hashlib.file_digest(handle, "sha256").hexdigest())
             handle.seek(0)
-            part.pdf.save(f"avisos-{batch.fiscal_year.label}-plazo{batch.number}-lote{batch.pk}-parte{index + 1:03d}.pdf",
-                          File(handle), save=False)
+            # Parts are stored write-once (billing.storage: a taken name is refused, never reused):
+            # a run that died after storing the file but before its row leaves that file behind, so
+            # each run's file has a name of its own.
+            part.pdf.save(f"avisos-{batch.fiscal_year.label}-plazo{batch.number}-lote{batch.pk}-parte{index + 1:03d}-"
+                          f"{secrets.token_hex(4)}.pdf", File(handle), save=False)
     finally:
         os.unlink(path)
     try:
         with transaction.atomic():
             part.save()
+            anchors.anchor_soon(reason="bulk-printing part")  # its hash goes into a signed anchor
     except IntegrityError:  # another run of the same batch wrote this part meanwhile
         part.pdf.delete(save=False)
         part = BillBatchPart.objects.get(batch=batch, index=index)

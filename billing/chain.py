@@ -46,12 +46,16 @@ from decimal import Decimal
 from typing import Any
 
 from django.db import connection, transaction
+from django.dispatch import Signal
 from django.utils import timezone
 
 GENESIS = "0" * 64
 ROLL, CORRECTION, RECEIPT, VOID, REFUND, BILL, CERTIFICATE, STATEMENT, SEIZURE, DAY_CLOSE = (
     "roll", "correction", "receipt", "void", "refund", "bill", "certificate", "statement", "seizure", "day_close",
 )
+# Sent in the issuing transaction after records were appended (``kind``, ``ids``): the anchors
+# (``billing.anchors``, connected in ``BillingConfig.ready``) defer a signed checkpoint from it.
+record_chained = Signal()
 KINDS = (ROLL, CORRECTION, RECEIPT, VOID, REFUND, BILL, CERTIFICATE, STATEMENT, SEIZURE, DAY_CLOSE)
 NUMBERED = (RECEIPT, BILL, CERTIFICATE, STATEMENT, SEIZURE)  # link n of their series is the record numbered n
 
@@ -293,6 +297,8 @@ def link(kind: str, ids: int | Iterable[int]) -> None:
         found = sorted(records(cursor, kind, wanted), key=lambda r: (r.series, r.number or 0, r.id))
         for record in found:
             _append(cursor, record)
+    if found:
+        record_chained.send(sender=link, kind=kind, ids=[record.id for record in found])
 
 
 def link_of(kind: str, record_id: int) -> Any:

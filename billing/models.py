@@ -28,6 +28,7 @@ import pgtrigger
 from django.conf import settings
 from django.db import models
 from django.db.models import Min, Q, Sum
+from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 from levy.models import money_field
@@ -36,6 +37,7 @@ from parcels.database import APPEND_ONLY, NO_TRUNCATE
 from parcels.models import HISTORY
 
 from . import wording
+from .storage import parts_storage
 
 
 class Office(models.Model):
@@ -626,17 +628,22 @@ class BillBatch(models.Model):
 
 
 class BillBatchPart(models.Model):
-    """One merged PDF of a batch (bills ``first``..``last`` in number order)."""
+    """One merged PDF of a batch (bills ``first``..``last`` in number order). Written once: the
+    row is append-only (a trigger refuses UPDATE, DELETE and TRUNCATE), the file is stored through
+    a storage that never overwrites (``billing.storage``), and the parts' hashes are in every
+    checkpoint and signed anchor (``billing.anchors``)."""
 
     batch = models.ForeignKey(BillBatch, on_delete=models.CASCADE, related_name="parts")
     index = models.PositiveIntegerField()
-    pdf = models.FileField(upload_to="bill-batches/%Y/")
+    pdf = models.FileField(upload_to="bill-batches/%Y/", storage=parts_storage)
     pages = models.PositiveIntegerField()
     sha256 = models.CharField(max_length=64, default="")  # of the file as merged (``verify_books``)
+    created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
         ordering = ["index"]
         constraints = [models.UniqueConstraint(fields=["batch", "index"], name="one_part_per_index")]
+        triggers = APPEND_ONLY
 
 
 class AccountStatement(models.Model):

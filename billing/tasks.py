@@ -2,7 +2,7 @@
 module when Django starts: it autodiscovers the ``tasks`` module of every installed app).
 
 - ``books_check_nightly`` every night at ``BOOKS_CHECK_CRON`` (default 02:30 in Puerto Rico):
-  checks the books, records the run (``BooksCheck``, shown on ``/auditoria/libros/``) and, when
+  checks the books (and compares them with the newest signed anchor, ``billing.anchors``), records the run (``BooksCheck``, shown on ``/auditoria/libros/``) and, when
   something differs, e-mails ``ADMINS`` what differed and the control totals.
 - ``backup_nightly`` runs ``manage.py backup`` at ``BACKUP_CRON``, and only when it is set.
 
@@ -24,6 +24,7 @@ from django.utils.translation import ngettext
 from procrastinate.contrib.django import app
 from procrastinate.tasks import Task
 
+from . import anchors
 from .models import BooksCheck
 from .services import books_checks
 
@@ -33,7 +34,9 @@ def books_check_nightly(timestamp: int) -> int:
     """Checks and records the books; e-mails ``ADMINS`` when they do not balance or the check
     cannot run. Returns the ``BooksCheck``'s id. ``timestamp``: the scheduled time (procrastinate)."""
     try:
-        check = books_checks.books_check_run(acting_user=None, trigger=BooksCheck.Trigger.NIGHTLY)
+        # against the newest signed anchor too (billing.anchors); none configured: the database alone
+        check = books_checks.books_check_run(acting_user=None, trigger=BooksCheck.Trigger.NIGHTLY,
+                                             extra_findings=anchors.anchor_check().findings)
     except Exception as exc:
         with translation.override(settings.LANGUAGE_CODE):
             mail_admins(_("La verificación de los libros no pudo completarse"),

@@ -2,7 +2,8 @@
 debt certificate or seizure notice opens ``/verificar/<code>/``, which confirms the document's kind, number,
 parcel, amounts and status from what was stored when it was issued, and its place in the chain of
 its series (``billing.chain``: position, previous and own hash, whether the chain holds). Any other code is "not
-recognized" with status 404; the page never says why, so it cannot be used to probe codes."""
+recognized" with status 404; the page never says why, so it cannot be used to probe codes. Every page publishes
+the public key the books' anchors are signed with (``billing.anchors``), as ``/verificar/clave-publica/`` does alone."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from django.shortcuts import render
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_safe
 
-from . import chain, documents
+from . import anchors, chain, documents
 
 
 @require_safe
@@ -19,9 +20,18 @@ from . import chain, documents
 def document(request: HttpRequest, code: str) -> HttpResponse:
     found = documents.verification(code)
     if found is None:
-        return render(request, "billing/verify_unknown.html", {"code": code[:80]}, status=404)
+        return render(request, "billing/verify_unknown.html", {"code": code[:80], "anchor_key": anchors.published_key()},
+                      status=404)
     document = found["document"]
     kind = {"receipt": chain.RECEIPT, "bill": chain.BILL, "certificate": chain.CERTIFICATE, documents.SEIZURE: chain.SEIZURE,
             "statement": chain.STATEMENT}[document.kind]
     found["chain"] = chain.place(kind, getattr(document, f"{document.kind}_id"))  # its link of the tamper-evident chain
+    found["anchor_key"] = anchors.published_key()
     return render(request, "billing/verify.html", found)
+
+
+@require_safe
+@never_cache
+def public_key(request: HttpRequest) -> HttpResponse:
+    """The anchors' public key alone (README "Anchors"), for auditors: its fingerprint and PEM."""
+    return render(request, "billing/verify_key.html", {"anchor_key": anchors.published_key()})

@@ -255,6 +255,44 @@ STORAGES = {
     },
 }
 
+# Signed anchors of the books (billing.anchors, README "Anchors"): a checkpoint of the chain's
+# heads, counts and control totals, signed with an Ed25519 key the database never sees, written
+# within a minute of each issued record and at each day close to an append-only store outside
+# the database, and e-mailed to ANCHOR_EMAIL when set. ANCHOR_SIGNING_KEY_FILE: the private key
+# (PEM, `manage.py anchor keygen`), mounted into the app and the workers only; production refuses
+# to pass `check --deploy` without it (billing.E001). ANCHOR_PUBLIC_KEY_FILE: the published public
+# key, for verify_books where the private key is not mounted (else it is derived from the key).
+ANCHOR_SIGNING_KEY_FILE = env("ANCHOR_SIGNING_KEY_FILE")
+ANCHOR_PUBLIC_KEY_FILE = env("ANCHOR_PUBLIC_KEY_FILE")
+ANCHOR_DIR = Path(env("ANCHOR_DIR", str(BASE_DIR / ".pgdata" / "anchors")))
+ANCHOR_EMAIL = envlist("ANCHOR_EMAIL")
+ANCHOR_DELAY_SECONDS = envint("ANCHOR_DELAY_SECONDS", "30")  # a burst of issued records makes one anchor
+ANCHOR_STORAGE = env("ANCHOR_STORAGE", "folder")  # "folder" (ANCHOR_DIR) or "s3" (object lock)
+if ANCHOR_STORAGE == "s3":
+    # django-storages' S3Storage on a bucket created with object lock (S3, MinIO, Ceph...): each
+    # anchor is written with a retention the bucket's owner cannot shorten in COMPLIANCE mode.
+    STORAGES["anchors"] = {
+        "BACKEND": "storages.backends.s3.S3Storage",
+        "OPTIONS": {
+            "bucket_name": env("ANCHOR_S3_BUCKET"),
+            "endpoint_url": env("ANCHOR_S3_ENDPOINT_URL") or None,
+            "region_name": env("ANCHOR_S3_REGION") or None,
+            "access_key": env("ANCHOR_S3_ACCESS_KEY_ID"),
+            "secret_key": envsecret("ANCHOR_S3_SECRET_ACCESS_KEY"),
+            "location": env("ANCHOR_S3_PREFIX", "anchors"),
+            "file_overwrite": False,
+            "object_parameters": {
+                "ObjectLockMode": env("ANCHOR_S3_LOCK_MODE", "COMPLIANCE"),
+                "ObjectLockRetainUntilDate": env("ANCHOR_S3_RETAIN_UNTIL", "2100-01-01T00:00:00Z"),
+            },
+        },
+    }
+elif ANCHOR_STORAGE == "folder":
+    STORAGES["anchors"] = {"BACKEND": "billing.storage.WriteOnceStorage",
+                           "OPTIONS": {"location": str(ANCHOR_DIR), "deletable": False}}
+else:
+    raise ImproperlyConfigured(f"ANCHOR_STORAGE must be 'folder' or 's3', not {ANCHOR_STORAGE!r}")
+
 # Uploads: the parcel CSV may be up to 20 MB (nginx's client_max_body_size matches).
 MAX_UPLOAD_BYTES = 20 * 1024 * 1024
 DATA_UPLOAD_MAX_MEMORY_SIZE = MAX_UPLOAD_BYTES + 1024 * 1024

@@ -15,3 +15,10 @@ STATIC_ROOT = Path(tempfile.mkdtemp(prefix="lajas-static-"))  # noqa: F405
 DEMO_DATA_ALLOWED = True
 SECURE_SSL_REDIRECT = False
 STORAGES["staticfiles"] = {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"}  # noqa: F405
+# Anchors (billing.anchors) go to a folder of their own, outside MEDIA_ROOT; no signing key unless a test sets one.
+ANCHOR_DIR = Path(os.environ.get("TEST_ANCHOR_DIR") or tempfile.mkdtemp(prefix="lajas-anchors-"))  # noqa: F405
+ANCHOR_SIGNING_KEY_FILE = ""
+ANCHOR_PUBLIC_KEY_FILE = ""
+ANCHOR_EMAIL = []
+STORAGES["anchors"] = {"BACKEND": "billing.storage.WriteOnceStorage",  # noqa: F405
+                       "OPTIONS": {"location": str(ANCHOR_DIR), "deletable": False}}

@@ -21,9 +21,10 @@ from django.core.management.base import CommandError
 from django.db import connection, transaction
 from django.db.utils import DatabaseError
 
+from billing import bulk
 from billing.management.commands import backup
 from billing.models import BooksCheck, Charge, Office
-from billing.services import books_checks, counter
+from billing.services import bills, books_checks, counter
 from parcels.database import RoleError, app_role_grant
 from parcels.models import AccessEvent, Parcel
 from parcels.second_factor import second_factor_reset
@@ -53,6 +54,8 @@ GUARDED = {
     "billing_giveback", "billing_creditapplication",
     # billing: the history of the Collector's offices' printed details (issue 12)
     "billing_officeevent",
+    # billing: the merged bulk-printing parts, written once (issue 17 §5)
+    "billing_billbatchpart",
     # parcels: the registry's change history, the access log, second-factor resets
     "parcels_ownerevent", "parcels_parcelevent", "parcels_ownershiptransferevent", "parcels_accessevent",
     "parcels_secondfactorreset", "parcels_secondfactorresetevent", "parcels_staffprofileevent",
@@ -94,6 +97,8 @@ def full_books(district_1, staff):
     # an officer's title (what certificates are signed with) and its history
     staff_profile_set(acting_user=staff["authority"], user=staff["hacienda"], full_name="Ana Rivera Soto",
                       title="Colector de Rentas Internas")
+    # a merged bulk-printing part (billing.bulk)
+    bulk.bill_batch_run(batch=bills.bill_batch_start(staff["hacienda"], "2026-2027", 2), processes=1)
     # the nightly check's record, the access log and a second-factor reset
     books_checks.books_check_run(acting_user=staff["hacienda"], trigger=BooksCheck.Trigger.COMMAND)
     access_event_record(acting_user=staff["collector"], kind=AccessEvent.Kind.LOGIN)

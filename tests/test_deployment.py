@@ -565,12 +565,22 @@ def run_python(code: str, env: dict[str, str]) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-c", code], env=env, cwd=ROOT, capture_output=True, text=True, timeout=180)
 
 
-def test_check_deploy_is_clean_with_production_settings():
+def anchor_key_file(folder: Path) -> str:
+    """A signing key for the anchors (billing.anchors) in ``folder``: production requires one (billing.E001)."""
+    from billing import anchors
+
+    path = folder / "anchor_signing_key.pem"
+    anchors.keygen(str(path))
+    return str(path)
+
+
+def test_check_deploy_is_clean_with_production_settings(tmp_path):
     env = production_env(
         DEBUG="false",
         SECRET_KEY=secrets.token_urlsafe(50),
         ALLOWED_HOSTS="riego.example.pr",
         DATABASE_URL=database_url(),
+        ANCHOR_SIGNING_KEY_FILE=anchor_key_file(tmp_path),
     )
     completed = subprocess.run(
         [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
@@ -583,6 +593,16 @@ def test_check_deploy_is_clean_with_production_settings():
     output = completed.stdout + completed.stderr
     assert completed.returncode == 0, output
     assert "no issues" in output
+
+
+def test_check_deploy_refuses_production_without_an_anchor_signing_key():
+    env = production_env(DEBUG="false", SECRET_KEY=secrets.token_urlsafe(50), ALLOWED_HOSTS="riego.example.pr",
+                         DATABASE_URL=database_url())
+    completed = subprocess.run([sys.executable, "manage.py", "check", "--deploy"], env=env, cwd=ROOT, capture_output=True,
+                               text=True, timeout=180)
+    output = completed.stdout + completed.stderr
+    assert completed.returncode != 0, output
+    assert "(billing.E001) No usable anchor signing key: ANCHOR_SIGNING_KEY_FILE is not set." in output, output
 
 
 @pytest.mark.parametrize("secret_key", [None, ""], ids=["unset", "empty"])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from django.db import connection, transaction
@@ -12,26 +13,30 @@ from ..models import BooksCheck, BooksCheckpoint
 
 
 def books_check_run(*, acting_user: Any, trigger: str, expected_totals: dict[str, str] | None = None,
-                    compared_with: str = "", limit: int = books.DEFAULT_LIMIT) -> BooksCheck:
+                    compared_with: str = "", limit: int = books.DEFAULT_LIMIT,
+                    extra_findings: Sequence[books.Finding] = ()) -> BooksCheck:
     """Checks the books and records the run (``BooksCheck``): its findings (and, with
     ``expected_totals``, each control total that differs from them) and the control totals, all
-    read in one REPEATABLE READ snapshot with the record written in the same transaction."""
+    read in one REPEATABLE READ snapshot with the record written in the same transaction.
+    ``extra_findings`` (the signed anchors' differences, ``billing.anchors.anchor_check``) are
+    recorded with them: a check that has any stores no checkpoint."""
     if connection.in_atomic_block:  # inside a caller's transaction (a test): its snapshot rules
         return _books_check_record(acting_user=acting_user, trigger=trigger, expected_totals=expected_totals,
-                                   compared_with=compared_with, limit=limit)
+                                   compared_with=compared_with, limit=limit, extra_findings=extra_findings)
     connection.ensure_connection()
     with transaction.atomic():
         with connection.cursor() as cursor:
             cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
         return _books_check_record(acting_user=acting_user, trigger=trigger, expected_totals=expected_totals,
-                                   compared_with=compared_with, limit=limit)
+                                   compared_with=compared_with, limit=limit, extra_findings=extra_findings)
 
 
 @transaction.atomic
 def _books_check_record(*, acting_user: Any, trigger: str, expected_totals: dict[str, str] | None, compared_with: str,
-                        limit: int) -> BooksCheck:
+                        limit: int, extra_findings: Sequence[books.Finding] = ()) -> BooksCheck:
     started_at = timezone.now()
     findings, totals = books.check(limit=limit, expected_totals=expected_totals)
+    findings = [*findings, *extra_findings]
     check = BooksCheck(
         started_at=started_at, finished_at=timezone.now(), passed=not findings,
         findings=[{"check": finding.check, "message": finding.message} for finding in findings],

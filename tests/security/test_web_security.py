@@ -287,9 +287,13 @@ def production_env() -> dict[str, str]:
     return env
 
 
-def test_check_deploy_finds_nothing_with_production_settings():
+def test_check_deploy_finds_nothing_with_production_settings(tmp_path):
+    from billing import anchors
+
+    anchors.keygen(str(tmp_path / "anchor.pem"))  # production requires the anchors' signing key (billing.E001)
+    env = {**production_env(), "ANCHOR_SIGNING_KEY_FILE": str(tmp_path / "anchor.pem")}
     completed = subprocess.run([sys.executable, "manage.py", "check", "--deploy", "--fail-level", "DEBUG"],
-                               env=production_env(), cwd=ROOT, capture_output=True, text=True, timeout=120)
+                               env=env, cwd=ROOT, capture_output=True, text=True, timeout=120)
     output = completed.stdout + completed.stderr
     assert completed.returncode == 0, output
     assert "System check identified no issues (0 silenced)." in output, output

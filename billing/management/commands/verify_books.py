@@ -1,6 +1,11 @@
 """``manage.py verify_books``: the books' invariants (``billing.books``) and their control totals,
 recorded as a ``BooksCheck`` (shown on ``/auditoria/libros/``) unless ``--no-record``; a passing
-recorded run also stores a ``BooksCheckpoint`` that every later run must match."""
+recorded run also stores a ``BooksCheckpoint`` that every later run must match.
+
+By default the books are also compared with the newest signed anchors kept outside the database
+(``billing.anchors``): from the anchor store (``STORAGES["anchors"]``) or ``--anchors DIR``,
+checked with the configured public key or ``--public-key FILE``. With no key or no anchor it
+warns (on stderr) that the books were checked against the database alone."""
 
 from __future__ import annotations
 
@@ -10,7 +15,7 @@ from pathlib import Path
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from billing import books
+from billing import anchors, books
 from billing.models import BooksCheck
 from billing.services import books_checks
 
@@ -31,10 +36,18 @@ class Command(BaseCommand):
         parser.add_argument("--user", help="username recorded as who ran the check (default: nobody)")
         parser.add_argument("--no-record", action="store_true",
                             help="write nothing: e.g. a restored copy checked against its backup stays as restored")
+        parser.add_argument("--anchors", metavar="DIR",
+                            help="a folder of signed anchors (a copy of the store, the auditors' mail); default: the anchor store")
+        parser.add_argument("--public-key", metavar="FILE",
+                            help="the published public key (PEM); default: ANCHOR_PUBLIC_KEY_FILE or the signing key's")
+        parser.add_argument("--anchor-count", type=int, default=anchors.NEWEST,
+                            help="how many of the newest anchors have their signatures checked")
+        parser.add_argument("--no-anchors", action="store_true", help="compare with no signed anchor")
 
     def handle(self, *args, format: str, compare: str | None, limit: int, user: str | None, no_record: bool,
                **options) -> None:
         expected = self.expected_totals(compare) if compare else None
+        anchored = self.anchor_check(options, limit)
         acting_user = None
         if user:
             acting_user = get_user_model().objects.filter(username=user).first()
@@ -42,19 +55,26 @@ class Command(BaseCommand):
                 raise CommandError(f"unknown user {user!r}")
         if no_record:
             findings, totals = books.check(limit=limit, expected_totals=expected)
+            findings += anchored.findings
         else:
             check = books_checks.books_check_run(acting_user=acting_user, trigger=BooksCheck.Trigger.COMMAND,
-                                             expected_totals=expected, compared_with=compare or "", limit=limit)
+                                             expected_totals=expected, compared_with=compare or "", limit=limit,
+                                             extra_findings=anchored.findings)
             findings = [books.Finding(finding["check"], finding["message"]) for finding in check.findings]
             totals = dict(check.totals)
+        for warning in anchored.warnings:
+            self.stderr.write(f"warning: {warning}")
         if format == "json":
-            self.stdout.write(json.dumps({"ok": not findings, "findings": [str(f) for f in findings], "totals": totals},
+            self.stdout.write(json.dumps({"ok": not findings, "findings": [str(f) for f in findings], "totals": totals,
+                                          "anchor": anchored.compared_with, "warnings": anchored.warnings},
                                          indent=2, ensure_ascii=False))
         elif findings:
             for finding in findings:
                 self.stdout.write(str(finding))
         else:
             matched = " and match the saved control totals" if expected is not None else ""
+            if anchored.compared_with:
+                matched += f" and the signed anchor {anchored.compared_with}"
             self.stdout.write(f"books balance{matched}; control totals:")
             width = max((len(name) for name in totals), default=0)
             for name, value in totals.items():
@@ -62,6 +82,21 @@ class Command(BaseCommand):
         if findings:
             self.stderr.write(f"verify_books: {len(findings)} finding(s)")
             raise SystemExit(1)
+
+    @staticmethod
+    def anchor_check(options: dict, limit: int) -> anchors.AnchorCheck:
+        if options["no_anchors"]:
+            return anchors.AnchorCheck([], ["--no-anchors: the books were checked against the database alone"], None)
+        key = None
+        if options["public_key"]:
+            try:
+                key = anchors.public_key(options["public_key"])
+            except anchors.AnchorKeyError as exc:
+                raise CommandError(str(exc)) from None
+        if options["anchors"] and not Path(options["anchors"]).is_dir():
+            raise CommandError(f"--anchors {options['anchors']}: not a folder")
+        storage = anchors.folder_storage(options["anchors"]) if options["anchors"] else None
+        return anchors.anchor_check(storage=storage, key=key, newest=options["anchor_count"], limit=limit)
 
     @staticmethod
     def expected_totals(path: str) -> dict[str, str]:
