@@ -42,7 +42,9 @@ from .models import (
 from .models import LastDayMove as LastDayMoveRecord
 from .wording import (
     CREDIT_APPLIED,
+    CREDIT_APPLIED_VOIDED,
     EVENT_KINDS,
+    GIVE_BACK_VOIDED,
     GIVEN_BACK,
     LAST_DAY_MOVED,
     LOWERED,
@@ -616,7 +618,7 @@ def statement_events(account: Account) -> dict[str, tuple[StatementEvent, ...]]:
     the account: a correction's lowering with the surcharge it took away, give-backs, *crédito
     aplicado* and moved last days. No query when the account has none."""
     records, as_of = account.records, account.state.as_of
-    if records is None or not (records.given_back or records.credit_applied
+    if records is None or not (records.given_back or records.credit_applied or records.reversals
                                or any(charge.lowerings or charge.moves for charge in records.charges)):
         return {}
     keys = {charge.pk: key for key, charge in account.charges.items()}
@@ -664,6 +666,13 @@ def statement_events(account: Account) -> dict[str, tuple[StatementEvent, ...]]:
         add(pk, charge_id, StatementEvent(kind=CREDIT_APPLIED, entry_date=on, source=source, principal=principal,
                                           surcharge=surcharge, closure_day=closure_day, paid_on=paid_on,
                                           **named_by(correction_id)))
+    for pk, charge_id, kind, on, surcharge, principal, paid_on in (
+        VoidReversal.objects.filter(parcel_id=parcel_id, entry_date__lte=as_of).exclude(kind=VoidReversal.Kind.REFUND)
+        .values_list("id", "charge_id", "kind", "entry_date", "surcharge", "principal", "void__payment__paid_on")
+    ):
+        event = GIVE_BACK_VOIDED if kind == VoidReversal.Kind.GIVE_BACK else CREDIT_APPLIED_VOIDED
+        add(pk, charge_id, StatementEvent(kind=event, entry_date=on, source=rules.SOURCE_PAYMENT, principal=principal,
+                                          surcharge=surcharge, paid_on=paid_on))
     for pk, charge_id, on, last_day, closure_day in moves:
         add(pk, charge_id, StatementEvent(kind=LAST_DAY_MOVED, entry_date=on, source=rules.SOURCE_CLOSURE,
                                           closure_day=closure_day, last_day=last_day))

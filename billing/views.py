@@ -32,6 +32,7 @@ from .errors import BillingError
 from .forms import CounterSearchForm, DayCloseForm, DayReportForm, PaymentForm, RefundForm, StatementDateForm, VoidForm
 from .models import DayClose, IssuedDocument, Office, Payment
 from .services import counter as counter_services
+from .services import voids as void_services
 
 COUNTER_ROLES = (COLLECTOR, SUPERVISOR)
 READERS = (*RECEIPT_STAFF, LANDOWNER)  # landowners reach only their own (404 otherwise)
@@ -216,9 +217,11 @@ def receipt(request: HttpRequest, pk: int) -> HttpResponse:
 VOID_ACT = "billing.void"
 
 
-def void_figures(*, payment: Payment, reason: str, on: date) -> tuple[Any, ...]:
-    """What voiding records, as its review page shows it (the confirmation carries its fingerprint)."""
-    return (payment.pk, payment.receipt.display_number, payment.amount, payment.method, payment.paid_on, on, reason.strip())
+def void_figures(*, payment: Payment, reason: str, on: date, entries: tuple[Any, ...] = ()) -> tuple[Any, ...]:
+    """What voiding records, as its review page shows it (the confirmation carries its fingerprint):
+    the payment, the date, the reason and every entry the void will post (issue 17)."""
+    return (payment.pk, payment.receipt.display_number, payment.amount, payment.method, payment.paid_on, on, reason.strip(),
+            tuple((e.kind, e.charge, e.on, e.surcharge, e.principal) for e in entries))
 
 
 @require_POST
@@ -231,18 +234,21 @@ def void(request: HttpRequest, pk: int) -> HttpResponse:
     if form.is_valid():
         reason = form.cleaned_data["reason"].strip()
         on = timezone.localdate()
-        if not hasattr(payment, "void"):
-            figures = void_figures(payment=payment, reason=reason, on=on)
-            sent = review.was_sent(request.POST)
-            changed = sent and not review.reviewed(request.POST, VOID_ACT, figures)
-            if changed or not sent:
-                return render(request, "billing/void_review.html", {
-                    "payment": payment, "receipt": payment.receipt, "reason": reason, "on": on, "changed": changed,
-                    "day_closed": DayClose.objects.filter(office_id=payment.office_id, day=payment.paid_on).exists(),
-                    "fingerprint": review.fingerprint(VOID_ACT, figures), "review_field": review.FIELD,
-                }, status=409 if changed else 200)
         try:
-            counter_services.payment_void(acting_user=request.user, payment=payment, reason=reason)
+            if not hasattr(payment, "void"):
+                # issue 17: every entry the void will post, listed before it is confirmed
+                preview = void_services.void_preview(acting_user=request.user, payment=payment, reason=reason, voided_on=on)
+                figures = void_figures(payment=payment, reason=reason, on=on, entries=preview.entries)
+                sent = review.was_sent(request.POST)
+                changed = sent and not review.reviewed(request.POST, VOID_ACT, figures)
+                if changed or not sent:
+                    return render(request, "billing/void_review.html", {
+                        "payment": payment, "receipt": payment.receipt, "reason": reason, "on": on, "changed": changed,
+                        "day_closed": DayClose.objects.filter(office_id=payment.office_id, day=payment.paid_on).exists(),
+                        "entries": preview.entries,
+                        "fingerprint": review.fingerprint(VOID_ACT, figures), "review_field": review.FIELD,
+                    }, status=409 if changed else 200)
+            void_services.payment_void(acting_user=request.user, payment=payment, reason=reason, voided_on=on)
         except BillingError as exc:
             form.add_error(None, str(exc))
         else:
