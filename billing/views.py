@@ -284,6 +284,22 @@ def statement(request: HttpRequest, pk: int) -> HttpResponse:
     })
 
 
+@role_required(*RECEIPT_STAFF)
+def ledger(request: HttpRequest, pk: int) -> HttpResponse:
+    """The parcel's ledger rows with the running balance, beside its statement (issue 17)."""
+    parcel = get_parcel_for_user(request.user, pk)
+    today = timezone.localdate()
+    lines = selectors.parcel_ledger(parcel=parcel)
+    # as of today, or of the last dated entry if one is later (as verify_books reads it)
+    as_of = max([today, *(line.entry.entry_date for line in lines if line.entry.kind != "charge")])
+    state = accounts.account_state(parcel=parcel, as_of=as_of).state
+    unpaid = sum((c.surcharge - c.surcharge_paid for c in state.charges), Decimal("0.00"))
+    return render(request, "billing/ledger.html", {
+        "parcel": parcel, "lines": lines, "balance": lines[-1].balance if lines else Decimal("0.00"), "as_of": as_of,
+        "state": state, "unpaid_surcharge": unpaid, "from_statement": state.total_balance - unpaid - state.credit_balance,
+    })
+
+
 # ---------------------------------------------------------------------------------------------
 # 5. The office's day
 # ---------------------------------------------------------------------------------------------

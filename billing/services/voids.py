@@ -66,7 +66,8 @@ class VoidEntry:
     def text(self) -> str:
         day = self.on.strftime("%d/%m/%Y")
         if self.kind == rules.REVERSE_GIVE_BACK:
-            return _("Se revierte la devolución del %(d)s en «%(c)s»: recargo %(s)s, principal %(p)s vuelven a pagados") % {
+            return _("Se revierte la devolución del %(d)s en «%(c)s»: recargo %(s)s, principal %(p)s vuelven a contar "
+                     "como pagados") % {
                 "d": day, "c": self.charge, "s": _money(self.surcharge), "p": _money(self.principal)}
         if self.kind == rules.REVERSE_CREDIT_APPLIED:
             return _("Se revierte el crédito aplicado del %(d)s a «%(c)s»: recargo %(s)s, principal %(p)s vuelven a deberse") % {
