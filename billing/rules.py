@@ -1481,6 +1481,10 @@ def void_plan(
     }
     later_refunds = sorted((r for r in refunds if _after(_position(r.refunded_on, r.recorded), where)),
                            key=lambda r: _order(r.refunded_on, r.recorded, r.ref), reverse=True)
+    # The reversals are planned on the account as of ``on``: an entry after ``on`` would not be seen.
+    for entry_date in [*(e.entry_date for kind in newest_first.values() for e in kind),
+                       *(r.refunded_on for r in later_refunds)]:
+        _dated_by(entry_date, on)
     planned: list[Reversal] = []
     new_charges: list[ChargeRecord] = []
     for _step in range(10_000):  # each step reverses a whole remainder or a whole deficit: few steps

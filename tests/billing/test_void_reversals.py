@@ -235,3 +235,18 @@ def test_void_plan_reverses_only_what_the_voided_money_moved():
     assert plan.reversals == (rules.Reversal(kind="give_back", target="G1", charge_key="C1", entry_date=date(2026, 9, 15),
                                              effective_from=date(2026, 9, 10), surcharge=D("6.00")),)
     assert plan.allocations == paid_by_p.allocations
+
+
+def test_void_plan_refuses_a_void_dated_before_a_later_entry_it_would_not_see():
+    """¶13, pure: the reversals are planned as of the void's date, so it is not before them."""
+    july = rules.ChargeRecord(key="C1", principal=D("100.00"), due=date(2026, 7, 1), last_day=date(2026, 8, 31))
+    paid = rules.StoredPayment(key="P", paid_on=date(2026, 7, 10), allocations=(), to_credit=D("50.00"))
+    refund = rules.RefundRecord(refunded_on=date(2026, 7, 20), amount=D("50.00"), ref="R1")
+    schedule = ((date(2000, 1, 1), D("0.005")),)
+    with pytest.raises(rules.BillingRuleError, match="dated on or after it"):
+        rules.void_plan(charges=[july], payments=[paid], refunds=[refund], payment_key="P", on=date(2026, 7, 15),
+                        schedule=schedule)
+    plan = rules.void_plan(charges=[july], payments=[paid], refunds=[refund], payment_key="P", on=date(2026, 7, 20),
+                           schedule=schedule)
+    assert [(r.kind, r.charge_key, r.principal) for r in plan.reversals] == [("refund", "refund-charge:R1", D("50.00"))]
+    assert plan.to_credit == D("50.00")
