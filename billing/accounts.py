@@ -36,12 +36,15 @@ from .models import (
     PaymentAllocation,
     PrincipalAdjustment,
     Refund,
+    VoidReversal,
     charge_names,
 )
 from .models import LastDayMove as LastDayMoveRecord
 from .wording import (
     CREDIT_APPLIED,
+    CREDIT_APPLIED_VOIDED,
     EVENT_KINDS,
+    GIVE_BACK_VOIDED,
     GIVEN_BACK,
     LAST_DAY_MOVED,
     LOWERED,
@@ -155,6 +158,18 @@ def payment_key(payment_id: int) -> str:
     return f"P{payment_id:012d}"
 
 
+def give_back_ref(pk: int) -> str:
+    return f"G{pk}"
+
+
+def credit_applied_ref(pk: int) -> str:
+    return f"A{pk}"
+
+
+def refund_ref(pk: int) -> str:
+    return f"R{pk}"
+
+
 @dataclass(frozen=True)
 class Account:
     parcel: Parcel
@@ -173,11 +188,12 @@ class Records:
     credit_applied: tuple[rules.CreditApplied, ...]
     given_back: tuple[rules.GivenBack, ...]
     refunds: tuple[rules.RefundRecord, ...]
+    reversals: tuple[rules.Reversal, ...] = ()
 
     def state(self, *, as_of: date, schedule: rules.RateSchedule | None = None) -> rules.LedgerState:
         return rules.ledger_state(
             charges=self.charges, payments=self.payments, credit_applied=self.credit_applied, given_back=self.given_back,
-            refunds=self.refunds, as_of=as_of,
+            refunds=self.refunds, reversals=self.reversals, as_of=as_of,
             schedule=LegalParameterSet.history().surcharge_schedule if schedule is None else schedule,
         )
 
@@ -269,6 +285,7 @@ def parcel_records(
     backs_qs = GiveBack.objects.filter(parcel_id__in=parcels)
     applied_qs = CreditApplication.objects.filter(parcel_id__in=parcels)
     refunds_qs = Refund.objects.filter(parcel_id__in=parcels)
+    reversals_qs = VoidReversal.objects.filter(parcel_id__in=parcels)
     if as_of is not None:
         adjustments = adjustments.filter(entry_date__lte=as_of)
         last_day_moves = last_day_moves.filter(entry_date__lte=as_of)
@@ -276,6 +293,7 @@ def parcel_records(
         backs_qs = backs_qs.filter(entry_date__lte=as_of)
         applied_qs = applied_qs.filter(entry_date__lte=as_of)
         refunds_qs = refunds_qs.filter(refunded_on__lte=as_of)
+        reversals_qs = reversals_qs.filter(entry_date__lte=as_of)
     for charge_id, on, amount in adjustments.values_list("charge_id", "entry_date", "amount"):
         lowerings.setdefault(charge_id, []).append(rules.PrincipalLowering(entry_date=on, amount=amount))
     for charge_id, on, day in last_day_moves.values_list("charge_id", "entry_date", "last_day"):
@@ -286,30 +304,44 @@ def parcel_records(
     ).order_by("payment_id", "id").values_list("payment_id", "charge_id", "surcharge", "principal"):
         allocations.setdefault(payment_id, []).append((charge_id, surcharge, principal))
     payments: dict[int, list[rules.StoredPayment]] = {pk: [] for pk in parcels}
-    for pk, parcel_id, paid_on, voided_on in payments_qs.values_list("pk", "parcel_id", "paid_on", "void__voided_on"):
+    for pk, parcel_id, paid_on, voided_on, recorded in payments_qs.values_list("pk", "parcel_id", "paid_on", "void__voided_on",
+                                                                               "created_at"):
         rows = allocations.get(pk, [])
         payments[parcel_id].append(rules.StoredPayment(
-            key=payment_key(pk), paid_on=paid_on,
+            key=payment_key(pk), paid_on=paid_on, recorded=recorded,
             allocations=tuple(rules.StoredAllocation(charge_key=by_charge[c][1], surcharge=s, principal=p)
                               for c, s, p in rows if c is not None),
             to_credit=sum((p for c, _s, p in rows if c is None), ZERO), voided_on=voided_on,
         ))
     applied: dict[int, list[rules.CreditApplied]] = {pk: [] for pk in parcels}
-    for parcel_id, charge_id, on, surcharge, principal, source in applied_qs.values_list(
-        "parcel_id", "charge_id", "entry_date", "surcharge", "principal", "source"
+    for pk, parcel_id, charge_id, on, surcharge, principal, source, recorded in applied_qs.values_list(
+        "pk", "parcel_id", "charge_id", "entry_date", "surcharge", "principal", "source", "created_at"
     ):
         applied[parcel_id].append(rules.CreditApplied(charge_key=charge_key(charge_id), entry_date=on, surcharge=surcharge,
-                                                      principal=principal, source=source))
+                                                      principal=principal, source=source, ref=credit_applied_ref(pk),
+                                                      recorded=recorded))
     backs: dict[int, list[rules.GivenBack]] = {pk: [] for pk in parcels}
-    for parcel_id, charge_id, on, surcharge, principal, source in backs_qs.values_list(
-        "parcel_id", "charge_id", "entry_date", "surcharge", "principal", "source"
+    for pk, parcel_id, charge_id, on, surcharge, principal, source, recorded in backs_qs.values_list(
+        "pk", "parcel_id", "charge_id", "entry_date", "surcharge", "principal", "source", "created_at"
     ):
         backs[parcel_id].append(rules.GivenBack(charge_key=charge_key(charge_id), entry_date=on, surcharge=surcharge,
-                                                principal=principal, source=source))
+                                                principal=principal, source=source, ref=give_back_ref(pk), recorded=recorded))
     refunds: dict[int, list[rules.RefundRecord]] = {pk: [] for pk in parcels}
-    for parcel_id, on, amount in refunds_qs.values_list("parcel_id", "refunded_on", "amount"):
-        refunds[parcel_id].append(rules.RefundRecord(refunded_on=on, amount=amount))
-    last_days = charge_last_days({(c.due_date, c.last_day_to_pay) for found in charges.values() for c in found.values()})
+    for pk, parcel_id, on, amount, recorded in refunds_qs.values_list("pk", "parcel_id", "refunded_on", "amount", "created_at"):
+        refunds[parcel_id].append(rules.RefundRecord(refunded_on=on, amount=amount, ref=refund_ref(pk), recorded=recorded))
+    reversals: dict[int, list[rules.Reversal]] = {pk: [] for pk in parcels}
+    for row in reversals_qs.order_by("entry_date", "id").values_list(
+        "parcel_id", "kind", "give_back_id", "credit_application_id", "refund_id", "charge_id", "entry_date",
+        "give_back__entry_date", "credit_application__entry_date", "refund__refunded_on", "surcharge", "principal",
+    ):
+        parcel_id, kind, back_id, applied_id, refund_id, reversed_charge, on, back_on, applied_on, refund_on, surcharge, principal = row
+        target = give_back_ref(back_id) if back_id else credit_applied_ref(applied_id) if applied_id else refund_ref(refund_id)
+        reversals[parcel_id].append(rules.Reversal(
+            kind=kind, target=target, charge_key=charge_key(reversed_charge), entry_date=on,
+            effective_from=back_on or applied_on or refund_on, surcharge=surcharge, principal=principal,
+        ))
+    last_days = charge_last_days({(c.due_date, c.last_day_to_pay) for found in charges.values() for c in found.values()
+                                  if c.kind != Charge.Kind.VOID_REFUND})
 
     result = {}
     for pk in parcels:
@@ -319,10 +351,15 @@ def parcel_records(
                                    last_day=last_days[(c.due_date, c.last_day_to_pay)],
                                    accrues_surcharge=c.accrues_surcharge, lowerings=tuple(lowerings.get(c.pk, ())),
                                    moves=tuple(moves.get(c.pk, ())))
+                if c.kind != Charge.Kind.VOID_REFUND else
+                # ¶13: a refund a void made a charge exists from the void's day, due at once; its
+                # last day is stored and never moves (no grace days, no closures: not an installment)
+                rules.ChargeRecord(key=key, principal=c.principal.amount, due=c.due_date, last_day=c.last_day_to_pay,
+                                   accrues_surcharge=False, issued_on=c.due_date)
                 for key, c in charges[pk].items()
             ),
             payments=tuple(payments[pk]), credit_applied=tuple(applied[pk]), given_back=tuple(backs[pk]),
-            refunds=tuple(refunds[pk]),
+            refunds=tuple(refunds[pk]), reversals=tuple(reversals[pk]),
         )
         result[pk] = (records, charges[pk])
     return result
@@ -581,7 +618,7 @@ def statement_events(account: Account) -> dict[str, tuple[StatementEvent, ...]]:
     the account: a correction's lowering with the surcharge it took away, give-backs, *crédito
     aplicado* and moved last days. No query when the account has none."""
     records, as_of = account.records, account.state.as_of
-    if records is None or not (records.given_back or records.credit_applied
+    if records is None or not (records.given_back or records.credit_applied or records.reversals
                                or any(charge.lowerings or charge.moves for charge in records.charges)):
         return {}
     keys = {charge.pk: key for key, charge in account.charges.items()}
@@ -629,6 +666,13 @@ def statement_events(account: Account) -> dict[str, tuple[StatementEvent, ...]]:
         add(pk, charge_id, StatementEvent(kind=CREDIT_APPLIED, entry_date=on, source=source, principal=principal,
                                           surcharge=surcharge, closure_day=closure_day, paid_on=paid_on,
                                           **named_by(correction_id)))
+    for pk, charge_id, kind, on, surcharge, principal, paid_on in (
+        VoidReversal.objects.filter(parcel_id=parcel_id, entry_date__lte=as_of).exclude(kind=VoidReversal.Kind.REFUND)
+        .values_list("id", "charge_id", "kind", "entry_date", "surcharge", "principal", "void__payment__paid_on")
+    ):
+        event = GIVE_BACK_VOIDED if kind == VoidReversal.Kind.GIVE_BACK else CREDIT_APPLIED_VOIDED
+        add(pk, charge_id, StatementEvent(kind=event, entry_date=on, source=rules.SOURCE_PAYMENT, principal=principal,
+                                          surcharge=surcharge, paid_on=paid_on))
     for pk, charge_id, on, last_day, closure_day in moves:
         add(pk, charge_id, StatementEvent(kind=LAST_DAY_MOVED, entry_date=on, source=rules.SOURCE_CLOSURE,
                                           closure_day=closure_day, last_day=last_day))

@@ -250,6 +250,11 @@ LEDGER_SHAPE = """
     OR (e.kind IN ('correction', 'give_back') AND e.debit = 0 AND e.charge_id IS NULL AND e.payment_id IS NULL
         AND e.refund_id IS NULL)
     OR (e.kind = 'credit_applied' AND e.credit = 0 AND e.charge_id IS NULL AND e.payment_id IS NULL AND e.refund_id IS NULL)
+    OR (e.kind = 'give_back_void' AND e.credit = 0 AND e.charge_id IS NULL AND e.payment_id IS NULL AND e.refund_id IS NULL)
+    OR (e.kind = 'credit_app_void' AND e.debit = 0 AND e.charge_id IS NULL AND e.payment_id IS NULL AND e.refund_id IS NULL)
+    OR (e.kind = 'refund_charged' AND e.credit = 0 AND e.charge_id IS NOT NULL AND e.refund_id IS NOT NULL
+        AND e.payment_id IS NULL)
+    OR (e.kind = 'refund_void' AND e.debit = 0 AND e.charge_id IS NULL AND e.refund_id IS NOT NULL AND e.payment_id IS NULL)
 """
 
 # The surcharge each payment settled, as printed on its receipt (¶12).
@@ -280,7 +285,8 @@ def check_ledger(cursor: Any, limit: int) -> list[Finding]:
          GROUP BY c.id, p.parcel_id
         HAVING COUNT(e.id) <> 1 OR COALESCE(SUM(e.debit - e.credit), 0) <> c.principal
             OR COUNT(e.id) FILTER (WHERE e.parcel_id <> c.parcel_id
-                                      OR e.kind <> CASE WHEN c.kind = 'refund' THEN 'refund' ELSE 'charge' END) > 0
+                                      OR e.kind <> CASE c.kind WHEN 'refund' THEN 'refund'
+                                                               WHEN 'void_refund' THEN 'refund_charged' ELSE 'charge' END) > 0
          ORDER BY c.id LIMIT %s
     """, [limit + 1])
     findings += _limited("ledger", rows, limit, lambda row: (
@@ -335,7 +341,7 @@ def check_ledger(cursor: Any, limit: int) -> list[Finding]:
         SELECT f.id, p.parcel_id, f.amount, COUNT(e.id), COALESCE(SUM(e.debit - e.credit), 0)
           FROM billing_refund f
           JOIN parcels_parcel p ON p.id = f.parcel_id
-          LEFT JOIN billing_ledgerentry e ON e.refund_id = f.id
+          LEFT JOIN billing_ledgerentry e ON e.refund_id = f.id AND e.kind = 'refund'
          GROUP BY f.id, p.parcel_id
         HAVING COUNT(e.id) <> 1 OR COALESCE(SUM(e.debit - e.credit), 0) <> f.amount
             OR COUNT(e.id) FILTER (WHERE e.parcel_id <> f.parcel_id OR e.kind <> 'refund' OR e.entry_date <> f.refunded_on) > 0
@@ -351,7 +357,9 @@ def check_ledger(cursor: Any, limit: int) -> list[Finding]:
 def check_balances(cursor: Any, limit: int) -> list[Finding]:
     """Each parcel's ledger balance (Σ debits − Σ credits) against its records: charges + realized
     surcharges − payments not voided − principal lowered by corrections − surcharge given back +
-    surcharge paid by *crédito aplicado*."""
+    surcharge paid by *crédito aplicado*, and a void's reversals of those (issue 17): + surcharge
+    given back and reversed − surcharge of a *crédito aplicado* reversed − a refund made a charge
+    (the charge is counted with the others; the refund no longer comes out of the credit)."""
     rows = _rows(cursor, f"""
         WITH surcharge AS ({RECEIPT_SURCHARGE}),
         kept AS (
@@ -366,6 +374,10 @@ def check_balances(cursor: Any, limit: int) -> list[Finding]:
                         JOIN billing_charge ch ON ch.id = a.charge_id
             UNION ALL SELECT parcel_id, -surcharge FROM billing_giveback
             UNION ALL SELECT parcel_id, surcharge FROM billing_creditapplication
+            -- issue 17: a void's reversals (a refund made a charge is in billing_charge already)
+            UNION ALL SELECT parcel_id, surcharge FROM billing_voidreversal WHERE kind = 'give_back'
+            UNION ALL SELECT parcel_id, -surcharge FROM billing_voidreversal WHERE kind = 'credit_applied'
+            UNION ALL SELECT parcel_id, -principal FROM billing_voidreversal WHERE kind = 'refund'
         ),
         expected AS (SELECT parcel_id AS pid, SUM(amount) AS balance FROM movements GROUP BY parcel_id),
         ledger AS (SELECT parcel_id AS pid, SUM(debit) - SUM(credit) AS balance FROM billing_ledgerentry GROUP BY parcel_id)

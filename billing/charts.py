@@ -158,8 +158,9 @@ def _charge_figures(as_of: date) -> list[SemesterRow]:
 # ¶12: the ledger's surcharge entries, each one-sided: surcharge a payment settled (debit) and its
 # reversal by a void (credit); surcharge paid with *crédito aplicado* (debit) and surcharge given
 # back after a lowering or a closure (credit). Their debits less credits is the surcharge paid.
+# A void's reversal of a give-back (debit) or of a crédito aplicado (credit) is one too (issue 17).
 SURCHARGE_KINDS = (LedgerEntry.Kind.SURCHARGE, LedgerEntry.Kind.SURCHARGE_VOID, LedgerEntry.Kind.CREDIT_APPLIED,
-                   LedgerEntry.Kind.GIVE_BACK)
+                   LedgerEntry.Kind.GIVE_BACK, LedgerEntry.Kind.GIVE_BACK_VOID, LedgerEntry.Kind.CREDIT_APPLIED_VOID)
 
 
 def _surcharges_by_semester(as_of: date) -> dict[tuple[str, int], Decimal]:

@@ -107,6 +107,8 @@ class Charge(models.Model):
         CORRECTION = "correction", _("Corrección suplementaria")
         WATER = "water", _("Venta de agua (sec. 374a)")
         REFUND = "refund", _("Reembolso de crédito")
+        # ¶13: a refund paid out of a payment later voided (issue 17): owed at once, no ¶12 surcharge
+        VOID_REFUND = "void_refund", _("Reembolso de un pago anulado")
 
     parcel = models.ForeignKey("parcels.Parcel", on_delete=models.PROTECT, related_name="charges")
     kind = models.CharField(max_length=12, choices=Kind.choices)
@@ -461,6 +463,11 @@ class LedgerEntry(models.Model):
         CORRECTION = "correction", _("Corrección a favor")
         GIVE_BACK = "give_back", _("Recargo devuelto")
         CREDIT_APPLIED = "credit_applied", _("Recargo pagado con crédito")
+        # Issue 17: what a void reverses of later entries that moved the voided payment's money
+        GIVE_BACK_VOID = "give_back_void", _("Recargo devuelto revertido por anulación")
+        CREDIT_APPLIED_VOID = "credit_app_void", _("Crédito aplicado revertido por anulación")
+        REFUND_CHARGED = "refund_charged", _("Reembolso cobrado por anulación")
+        REFUND_VOID = "refund_void", _("Reembolso sacado del crédito por anulación")
 
     parcel = models.ForeignKey("parcels.Parcel", on_delete=models.PROTECT, related_name="ledger")
     entry_date = models.DateField()
@@ -900,6 +907,52 @@ class CreditApplication(models.Model):
                 | (Q(source="payment") & Q(payment__isnull=False)),
                 name="credit_application_names_its_source",
             ),
+        ]
+        indexes = [models.Index(fields=["parcel", "entry_date"])]
+        triggers = APPEND_ONLY
+
+
+class VoidReversal(models.Model):
+    """¶13 (issue 17): part of a later entry that moved a voided payment's money, reversed by the
+    void as a new entry dated the void's day (``billing.rules.Reversal``): a give-back of
+    ``charge`` (its surcharge and principal return to the charge as paid), a *crédito aplicado*
+    to ``charge`` (it returns to the credit), or a refund already paid out, which becomes
+    ``charge``, a charge of kind ``void_refund`` due at once. The reversed rows stay as recorded."""
+
+    class Kind(models.TextChoices):
+        GIVE_BACK = "give_back", _("Recargo devuelto revertido")
+        CREDIT_APPLIED = "credit_applied", _("Crédito aplicado revertido")
+        REFUND = "refund", _("Reembolso convertido en cargo")
+
+    void = models.ForeignKey(PaymentVoid, on_delete=models.PROTECT, related_name="reversals")
+    parcel = models.ForeignKey("parcels.Parcel", on_delete=models.PROTECT, related_name="void_reversals")
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    give_back = models.ForeignKey(GiveBack, on_delete=models.PROTECT, null=True, blank=True, related_name="reversals")
+    credit_application = models.ForeignKey(CreditApplication, on_delete=models.PROTECT, null=True, blank=True,
+                                           related_name="reversals")
+    refund = models.ForeignKey(Refund, on_delete=models.PROTECT, null=True, blank=True, related_name="reversals")
+    charge = models.ForeignKey(Charge, on_delete=models.PROTECT, related_name="void_reversals")
+    surcharge = money_field(_("recargo"), default=0)
+    principal = money_field(_("principal"), default=0)
+    entry_date = models.DateField(_("fecha"))
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["entry_date", "id"]
+        constraints = [
+            models.CheckConstraint(condition=Q(surcharge__gte=0) & Q(principal__gte=0), name="void_reversal_not_negative"),
+            models.CheckConstraint(condition=Q(surcharge__gt=0) | Q(principal__gt=0), name="void_reversal_not_empty"),
+            models.CheckConstraint(
+                condition=(Q(kind="give_back") & Q(give_back__isnull=False) & Q(credit_application__isnull=True)
+                           & Q(refund__isnull=True))
+                | (Q(kind="credit_applied") & Q(credit_application__isnull=False) & Q(give_back__isnull=True)
+                   & Q(refund__isnull=True))
+                | (Q(kind="refund") & Q(refund__isnull=False) & Q(give_back__isnull=True)
+                   & Q(credit_application__isnull=True) & Q(surcharge=0)),
+                name="void_reversal_names_what_it_reverses",
+            ),
+            models.UniqueConstraint(fields=["charge"], condition=Q(kind="refund"), name="one_refund_reversal_per_charge"),
         ]
         indexes = [models.Index(fields=["parcel", "entry_date"])]
         triggers = APPEND_ONLY

@@ -928,6 +928,7 @@ class StoredPayment:
     allocations: tuple[StoredAllocation, ...]
     to_credit: Decimal = ZERO
     voided_on: date | None = None
+    recorded: datetime | None = None  # when it was recorded (orders entries of one day)
 
     def __post_init__(self) -> None:
         _check_money(self.to_credit, name="payment to credit")
@@ -951,6 +952,8 @@ class GivenBack:
     surcharge: Decimal
     principal: Decimal
     source: str
+    ref: str = ""  # the stored row it is (a void's reversal names it)
+    recorded: datetime | None = None
 
     def __post_init__(self) -> None:
         _check_money(self.surcharge, name="surcharge given back")
@@ -969,6 +972,8 @@ class CreditApplied:
     surcharge: Decimal
     principal: Decimal
     source: str
+    ref: str = ""  # the stored row it is (a void's reversal names it)
+    recorded: datetime | None = None
 
     def __post_init__(self) -> None:
         _check_money(self.surcharge, name="credit applied to surcharge")
@@ -987,9 +992,54 @@ class RefundRecord:
 
     refunded_on: date
     amount: Decimal
+    ref: str = ""  # the stored row it is (a void's reversal names it)
+    recorded: datetime | None = None
 
     def __post_init__(self) -> None:
         _check_money(self.amount, name="refund", allow_zero=False)
+
+
+REVERSE_GIVE_BACK = "give_back"  # ¶12, ¶13: a give-back of surcharge or principal a voided payment had paid
+REVERSE_CREDIT_APPLIED = "credit_applied"  # ¶13: a crédito aplicado paid with a voided payment's money
+REVERSE_REFUND = "refund"  # ¶13: a refund paid out of a voided payment's money: now a charge due at once
+REVERSALS = (REVERSE_GIVE_BACK, REVERSE_CREDIT_APPLIED, REVERSE_REFUND)
+
+
+@dataclass(frozen=True)
+class Reversal:
+    """¶13: part of a later entry that moved a voided payment's money, reversed by the void on
+    ``entry_date`` (the void's date); it counts from that date on.
+
+    - ``give_back``: ``surcharge``/``principal`` of the give-back ``target`` of ``charge_key``
+      return to that charge as paid, and leave the credit;
+    - ``credit_applied``: ``surcharge``/``principal`` of the *crédito aplicado* ``target`` leave
+      ``charge_key`` and return to the credit; its principal counts as never paid from the entry's
+      own date ``effective_from`` (the money was never received, as the voided payment's own);
+    - ``refund``: ``principal`` of the refund ``target`` no longer comes out of the credit: it is
+      owed as the charge ``charge_key`` (due on the void's date, no ¶12 surcharge).
+    """
+
+    kind: str
+    target: str
+    charge_key: str
+    entry_date: date
+    effective_from: date
+    surcharge: Decimal = ZERO
+    principal: Decimal = ZERO
+
+    def __post_init__(self) -> None:
+        if self.kind not in REVERSALS:
+            raise BillingRuleError(f"unknown reversal {self.kind!r}")
+        _check_money(self.surcharge, name="surcharge reversed")
+        _check_money(self.principal, name="principal reversed")
+        if self.surcharge + self.principal <= 0:
+            raise BillingRuleError("a reversal reverses something")
+        if self.kind == REVERSE_REFUND and self.surcharge:
+            raise BillingRuleError("a refund has no surcharge")
+
+    @property
+    def amount(self) -> Decimal:
+        return self.surcharge + self.principal
 
 
 @dataclass(frozen=True)
@@ -1084,6 +1134,7 @@ def ledger_state(
     credit_applied: Sequence[CreditApplied] = (),
     given_back: Sequence[GivenBack] = (),
     refunds: Sequence[RefundRecord] = (),
+    reversals: Sequence[Reversal] = (),
     as_of: date,
     schedule: RateSchedule,
 ) -> LedgerState:
@@ -1096,7 +1147,8 @@ def ledger_state(
     the rate in force on its first day, half-up once. Principal and surcharge paid are what the
     stored payments and *crédito aplicado* entries paid, less what was given back. The credit is
     what payments left beyond every charge plus what was given back, less what was applied and
-    refunded.
+    refunded. A void's ``reversals`` (:class:`Reversal`) undo, from their date, the parts of later
+    entries that moved the voided payment's money.
     """
     _unique((charge.key for charge in charges), what="charges")
     _unique((payment.key for payment in payments), what="payments")
@@ -1134,6 +1186,23 @@ def ledger_state(
     for refund in refunds:
         if refund.refunded_on <= as_of:
             credit -= refund.amount
+    for reversal in reversals:
+        if reversal.entry_date > as_of:
+            continue
+        if reversal.kind == REVERSE_REFUND:
+            credit += reversal.principal
+            continue
+        if reversal.charge_key not in keys:
+            raise BillingRuleError(f"a reversal names charge {reversal.charge_key!r}, not issued by {as_of}")
+        if reversal.kind == REVERSE_GIVE_BACK:
+            surcharge_paid[reversal.charge_key] += reversal.surcharge
+            returned[reversal.charge_key] -= reversal.principal
+            credit -= reversal.amount
+        else:
+            surcharge_paid[reversal.charge_key] -= reversal.surcharge
+            if reversal.principal:
+                principal_paid[reversal.charge_key].append((reversal.effective_from, -reversal.principal))
+            credit += reversal.amount
 
     states = []
     for charge in sorted(present, key=lambda charge: (charge.due, charge.key)):
@@ -1273,6 +1342,7 @@ def give_back_for(
     payments: Sequence[StoredPayment],
     credit_applied: Sequence[CreditApplied] = (),
     given_back: Sequence[GivenBack] = (),
+    reversals: Sequence[Reversal] = (),
     on: date,
     schedule: RateSchedule,
 ) -> GiveBack:
@@ -1288,17 +1358,210 @@ def give_back_for(
         for allocation in payment.allocations
         if allocation.charge_key == charge.key
     ]
-    paid += [
-        PaidOnCharge(paid_on=entry.entry_date, surcharge=entry.surcharge, principal=entry.principal)
-        for entry in credit_applied
-        if entry.charge_key == charge.key and entry.entry_date <= on
-    ]
+    # What a void reversed (by ``on``) of a crédito aplicado or a give-back of this charge.
+    undone: dict[tuple[str, str], tuple[Decimal, Decimal]] = {}
+    for reversal in reversals:
+        if reversal.charge_key == charge.key and reversal.entry_date <= on and reversal.kind != REVERSE_REFUND:
+            s, p = undone.get((reversal.kind, reversal.target), (ZERO, ZERO))
+            undone[(reversal.kind, reversal.target)] = (s + reversal.surcharge, p + reversal.principal)
+    for entry in credit_applied:
+        if entry.charge_key == charge.key and entry.entry_date <= on:
+            s, p = undone.get((REVERSE_CREDIT_APPLIED, entry.ref), (ZERO, ZERO))
+            if entry.surcharge - s or entry.principal - p:
+                paid.append(PaidOnCharge(paid_on=entry.entry_date, surcharge=entry.surcharge - s,
+                                         principal=entry.principal - p))
     earlier = [entry for entry in given_back if entry.charge_key == charge.key and entry.entry_date <= on]
+    taken_back = [undone.get((REVERSE_GIVE_BACK, entry.ref), (ZERO, ZERO)) for entry in earlier]
     return give_back(
         new_principal=charge.principal_on(on),
         last_day=charge.last_day_on(on),
         paid=paid,
         schedule=schedule,
-        already_given_back=sum((entry.surcharge for entry in earlier), ZERO),
-        already_freed=sum((entry.principal for entry in earlier), ZERO),
+        already_given_back=sum((entry.surcharge for entry in earlier), ZERO) - sum((s for s, _p in taken_back), ZERO),
+        already_freed=sum((entry.principal for entry in earlier), ZERO) - sum((p for _s, p in taken_back), ZERO),
     )
+
+
+# --- the void of a payment (¶13): a bounced check can always be voided ---------------------------
+
+
+@dataclass(frozen=True)
+class VoidPlan:
+    """¶13: what the void of one payment posts, in order: ``reversals`` (newest reversed entry
+    first; a refund's is a new charge due at once, keyed ``refund_charge_key(target)``), then the
+    payment's own stored allocation (``allocations``, ``to_credit``) reversed as of its date."""
+
+    payment_key: str
+    on: date
+    reversals: tuple[Reversal, ...]
+    allocations: tuple[StoredAllocation, ...]
+    to_credit: Decimal
+
+    @property
+    def refund_charges(self) -> tuple[Reversal, ...]:
+        return tuple(r for r in self.reversals if r.kind == REVERSE_REFUND)
+
+
+def refund_charge_key(target: str) -> str:
+    """¶13: the key :func:`void_plan` gives the charge a refund becomes (before it is stored)."""
+    return f"refund-charge:{target}"
+
+
+def _position(day: date, recorded: datetime | None) -> tuple[date, datetime | None]:
+    return (day, recorded)
+
+
+def _order(day: date, recorded: datetime | None, ref: str) -> tuple[date, float, str]:
+    """An entry's place in recording order: its date, then when it was recorded, then its row."""
+    return (day, recorded.timestamp() if recorded is not None else float("-inf"), ref)
+
+
+def _after(entry: tuple[date, datetime | None], payment: tuple[date, datetime | None]) -> bool:
+    """An entry dated after the payment, or the same day and recorded after it (a day's entries
+    with no recording moment are taken as after it: the void may have to reverse them)."""
+    if entry[0] != payment[0]:
+        return entry[0] > payment[0]
+    if entry[1] is None or payment[1] is None:
+        return True
+    return entry[1] > payment[1]
+
+
+def void_plan(
+    *,
+    charges: Sequence[ChargeRecord],
+    payments: Sequence[StoredPayment],
+    credit_applied: Sequence[CreditApplied] = (),
+    given_back: Sequence[GivenBack] = (),
+    refunds: Sequence[RefundRecord] = (),
+    reversals: Sequence[Reversal] = (),
+    payment_key: str,
+    on: date,
+    schedule: RateSchedule,
+) -> VoidPlan:
+    """¶13: the void of payment ``payment_key`` on ``on`` (a bounced check is money never received):
+    the entries it must post so that, with the payment's allocation reversed as of its own date,
+    no charge is paid below zero and the credit is not negative.
+
+    Starting from the account as of ``on`` without the payment, it reverses, newest first, the
+    later entries (dated after the payment, or the same day and recorded after it) that moved its
+    money, each only as far as needed: a give-back of a charge whose surcharge or principal paid
+    would fall below zero (surcharge, principal), then while the credit is negative a *crédito
+    aplicado* (principal first, then surcharge: the reverse of the order it paid), and last a
+    refund already paid out, which becomes a charge for that part, due on ``on``, with no ¶12
+    surcharge (it is not an installment). Raises ``BillingRuleError`` if the payment is unknown,
+    already voided, dated after ``on``, or if a reversed entry is dated after ``on``.
+    """
+    found = [payment for payment in payments if payment.key == payment_key]
+    if not found:
+        raise BillingRuleError(f"unknown payment {payment_key!r}")
+    payment = found[0]
+    if payment.voided_on is not None:
+        raise BillingRuleError(f"payment {payment_key!r} is already voided")
+    if on < payment.paid_on:
+        raise BillingRuleError(f"a void on {on} is before the payment of {payment.paid_on}")
+    where = _position(payment.paid_on, payment.recorded)
+    voided = tuple(
+        StoredPayment(key=p.key, paid_on=p.paid_on, allocations=p.allocations, to_credit=p.to_credit,
+                      voided_on=on if p.key == payment_key else p.voided_on, recorded=p.recorded)
+        for p in payments
+    )
+
+    def left(kind: str, ref: str, surcharge: Decimal, principal: Decimal, planned: Sequence[Reversal]) -> tuple[Decimal, Decimal]:
+        for reversal in (*reversals, *planned):
+            if reversal.kind == kind and reversal.target == ref:
+                surcharge -= reversal.surcharge
+                principal -= reversal.principal
+        return surcharge, principal
+
+    newest_first = {
+        REVERSE_GIVE_BACK: sorted((g for g in given_back if _after(_position(g.entry_date, g.recorded), where)),
+                                  key=lambda g: _order(g.entry_date, g.recorded, g.ref), reverse=True),
+        REVERSE_CREDIT_APPLIED: sorted((a for a in credit_applied if _after(_position(a.entry_date, a.recorded), where)),
+                                       key=lambda a: _order(a.entry_date, a.recorded, a.ref), reverse=True),
+    }
+    later_refunds = sorted((r for r in refunds if _after(_position(r.refunded_on, r.recorded), where)),
+                           key=lambda r: _order(r.refunded_on, r.recorded, r.ref), reverse=True)
+    # The reversals are planned on the account as of ``on``: an entry after ``on`` would not be seen.
+    for entry_date in [*(e.entry_date for kind in newest_first.values() for e in kind),
+                       *(r.refunded_on for r in later_refunds)]:
+        _dated_by(entry_date, on)
+    planned: list[Reversal] = []
+    new_charges: list[ChargeRecord] = []
+    for _step in range(10_000):  # each step reverses a whole remainder or a whole deficit: few steps
+        state = ledger_state(charges=(*charges, *new_charges), payments=voided, credit_applied=credit_applied,
+                             given_back=given_back, refunds=refunds, reversals=(*reversals, *planned), as_of=on,
+                             schedule=schedule)
+        short = next((c for c in state.charges if c.surcharge_paid < 0 or c.principal_paid < 0), None)
+        if short is not None:
+            need_s, need_p = max(ZERO, -short.surcharge_paid), max(ZERO, -short.principal_paid)
+            for back in newest_first[REVERSE_GIVE_BACK]:
+                if back.charge_key != short.key:
+                    continue
+                rest_s, rest_p = left(REVERSE_GIVE_BACK, back.ref, back.surcharge, back.principal, planned)
+                take_s, take_p = min(rest_s, need_s), min(rest_p, need_p)
+                if take_s + take_p > 0:
+                    break
+            else:
+                raise BillingRuleError(f"charge {short.key!r} would be paid below zero and no later give-back is left to reverse")
+            _dated_by(back.entry_date, on)
+            planned.append(Reversal(kind=REVERSE_GIVE_BACK, target=back.ref, charge_key=back.charge_key, entry_date=on,
+                                    effective_from=back.entry_date, surcharge=take_s, principal=take_p))
+            continue
+        if state.credit < 0:
+            need = -state.credit
+            for applied in newest_first[REVERSE_CREDIT_APPLIED]:
+                rest_s, rest_p = left(REVERSE_CREDIT_APPLIED, applied.ref, applied.surcharge, applied.principal, planned)
+                if rest_s + rest_p > 0:
+                    _dated_by(applied.entry_date, on)
+                    take_p = min(rest_p, need)
+                    take_s = min(rest_s, need - take_p)
+                    planned.append(Reversal(kind=REVERSE_CREDIT_APPLIED, target=applied.ref, charge_key=applied.charge_key,
+                                            entry_date=on, effective_from=applied.entry_date, surcharge=take_s,
+                                            principal=take_p))
+                    break
+            else:
+                for refund in later_refunds:
+                    _rest_s, rest = left(REVERSE_REFUND, refund.ref, ZERO, refund.amount, planned)
+                    if rest > 0:
+                        _dated_by(refund.refunded_on, on)
+                        key = refund_charge_key(refund.ref)
+                        take = min(rest, need)
+                        planned.append(Reversal(kind=REVERSE_REFUND, target=refund.ref, charge_key=key, entry_date=on,
+                                                effective_from=refund.refunded_on, principal=take))
+                        new_charges.append(ChargeRecord(key=key, principal=take, due=on, last_day=on,
+                                                        accrues_surcharge=False, issued_on=on))
+                        break
+                else:
+                    raise BillingRuleError("the credit would be negative and no later entry is left to reverse")
+            continue
+        break
+    else:  # pragma: no cover - every step reverses a remainder or a deficit in full
+        raise BillingRuleError("the void's reversals do not settle")
+    # Posted newest reversed entry first, the order they are undone in.
+    newest = [*newest_first[REVERSE_GIVE_BACK], *newest_first[REVERSE_CREDIT_APPLIED], *later_refunds]
+    rank = {entry.ref: _order(entry.refunded_on if isinstance(entry, RefundRecord) else entry.entry_date,
+                              entry.recorded, entry.ref) for entry in newest}
+    ordered = sorted(_merged(planned), key=lambda reversal: rank[reversal.target], reverse=True)
+    return VoidPlan(payment_key=payment_key, on=on, reversals=tuple(ordered), allocations=payment.allocations,
+                    to_credit=payment.to_credit)
+
+
+def _dated_by(day: date, on: date) -> None:
+    if day > on:
+        raise BillingRuleError(f"an entry of {day} moved the payment's money: a void must be dated on or after it, not {on}")
+
+
+def _merged(planned: Sequence[Reversal]) -> tuple[Reversal, ...]:
+    """One reversal per reversed entry (a deficit met in steps may reverse one entry twice), in
+    the order first planned."""
+    merged: dict[tuple[str, str], Reversal] = {}
+    for reversal in planned:
+        key = (reversal.kind, reversal.target)
+        if key in merged:
+            was = merged[key]
+            merged[key] = Reversal(kind=was.kind, target=was.target, charge_key=was.charge_key, entry_date=was.entry_date,
+                                   effective_from=was.effective_from, surcharge=was.surcharge + reversal.surcharge,
+                                   principal=was.principal + reversal.principal)
+        else:
+            merged[key] = reversal
+    return tuple(merged.values())

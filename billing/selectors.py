@@ -17,7 +17,7 @@ from parcels import search
 from parcels.models import Parcel
 
 from .accounts import Statement, StatementLine
-from .models import BooksCheck, Office, Payment, Receipt
+from .models import BooksCheck, LedgerEntry, Office, Payment, Receipt
 from .snapshots import ReceiptApplication, ReceiptSnapshot
 
 ZERO = Decimal("0.00")  # dollars
@@ -31,6 +31,25 @@ def parcel_search(*, query: str, limit: int = SEARCH_LIMIT) -> QuerySet[Parcel]:
     if not search.words(query):
         return Parcel.objects.none()
     return search.parcels_matching(Parcel.objects.all(), query).select_related("owner").order_by("parcel_id")[: limit + 1]
+
+
+@dataclass(frozen=True)
+class LedgerLine:
+    """One row of a parcel's ledger with the balance after it (Σ debits − Σ credits so far)."""
+
+    entry: LedgerEntry
+    balance: Decimal
+
+
+def parcel_ledger(*, parcel: Parcel) -> list[LedgerLine]:
+    """¶12, ¶13: the parcel's append-only ledger in date order (a charge on its due date), each
+    row with the running balance; the last balance is what the statement equals (issue 17: a
+    void's reversals are rows of their own, naming the void). One query."""
+    lines, balance = [], ZERO
+    for entry in LedgerEntry.objects.filter(parcel=parcel).order_by("entry_date", "id"):
+        balance += entry.debit.amount - entry.credit.amount
+        lines.append(LedgerLine(entry=entry, balance=balance))
+    return lines
 
 
 def books_check_list() -> QuerySet[BooksCheck]:

@@ -7,6 +7,7 @@ urlpatterns = [
     path("", views.counter, name="counter"),
     path("predio/<int:pk>/", views.counter_parcel, name="counter-parcel"),
     path("predio/<int:pk>/estado/", views.statement, name="statement"),
+    path("predio/<int:pk>/libro/", views.ledger, name="ledger"),
     path("recibo/<int:pk>/", views.receipt, name="receipt"),
     path("recibo/<int:pk>/pdf/", views.receipt_pdf, name="receipt-pdf"),
     path("documento/<int:pk>/pdf/", views.document_pdf, name="document-pdf"),

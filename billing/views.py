@@ -32,6 +32,7 @@ from .errors import BillingError
 from .forms import CounterSearchForm, DayCloseForm, DayReportForm, PaymentForm, RefundForm, StatementDateForm, VoidForm
 from .models import DayClose, IssuedDocument, Office, Payment
 from .services import counter as counter_services
+from .services import voids as void_services
 
 COUNTER_ROLES = (COLLECTOR, SUPERVISOR)
 READERS = (*RECEIPT_STAFF, LANDOWNER)  # landowners reach only their own (404 otherwise)
@@ -218,9 +219,11 @@ def receipt(request: HttpRequest, pk: int) -> HttpResponse:
 VOID_ACT = "billing.void"
 
 
-def void_figures(*, payment: Payment, reason: str, on: date) -> tuple[Any, ...]:
-    """What voiding records, as its review page shows it (the confirmation carries its fingerprint)."""
-    return (payment.pk, payment.receipt.display_number, payment.amount, payment.method, payment.paid_on, on, reason.strip())
+def void_figures(*, payment: Payment, reason: str, on: date, entries: tuple[Any, ...] = ()) -> tuple[Any, ...]:
+    """What voiding records, as its review page shows it (the confirmation carries its fingerprint):
+    the payment, the date, the reason and every entry the void will post (issue 17)."""
+    return (payment.pk, payment.receipt.display_number, payment.amount, payment.method, payment.paid_on, on, reason.strip(),
+            tuple((e.kind, e.charge, e.on, e.surcharge, e.principal) for e in entries))
 
 
 @require_POST
@@ -233,18 +236,21 @@ def void(request: HttpRequest, pk: int) -> HttpResponse:
     if form.is_valid():
         reason = form.cleaned_data["reason"].strip()
         on = timezone.localdate()
-        if not hasattr(payment, "void"):
-            figures = void_figures(payment=payment, reason=reason, on=on)
-            sent = review.was_sent(request.POST)
-            changed = sent and not review.reviewed(request.POST, VOID_ACT, figures)
-            if changed or not sent:
-                return render(request, "billing/void_review.html", {
-                    "payment": payment, "receipt": payment.receipt, "reason": reason, "on": on, "changed": changed,
-                    "day_closed": DayClose.objects.filter(office_id=payment.office_id, day=payment.paid_on).exists(),
-                    "fingerprint": review.fingerprint(VOID_ACT, figures), "review_field": review.FIELD,
-                }, status=409 if changed else 200)
         try:
-            counter_services.payment_void(acting_user=request.user, payment=payment, reason=reason)
+            if not hasattr(payment, "void"):
+                # issue 17: every entry the void will post, listed before it is confirmed
+                preview = void_services.void_preview(acting_user=request.user, payment=payment, reason=reason, voided_on=on)
+                figures = void_figures(payment=payment, reason=reason, on=on, entries=preview.entries)
+                sent = review.was_sent(request.POST)
+                changed = sent and not review.reviewed(request.POST, VOID_ACT, figures)
+                if changed or not sent:
+                    return render(request, "billing/void_review.html", {
+                        "payment": payment, "receipt": payment.receipt, "reason": reason, "on": on, "changed": changed,
+                        "day_closed": DayClose.objects.filter(office_id=payment.office_id, day=payment.paid_on).exists(),
+                        "entries": preview.entries,
+                        "fingerprint": review.fingerprint(VOID_ACT, figures), "review_field": review.FIELD,
+                    }, status=409 if changed else 200)
+            void_services.payment_void(acting_user=request.user, payment=payment, reason=reason, voided_on=on)
         except BillingError as exc:
             form.add_error(None, str(exc))
         else:
@@ -277,6 +283,22 @@ def statement(request: HttpRequest, pk: int) -> HttpResponse:
         # the aviso of each installment and a numbered estado de cuenta, on demand (billing.portal_views)
         "installment_bills": portal.installment_bills(parcel),
         "can_issue": has_role(request.user, LANDOWNER, COLLECTOR, SUPERVISOR, HACIENDA),
+    })
+
+
+@role_required(*RECEIPT_STAFF)
+def ledger(request: HttpRequest, pk: int) -> HttpResponse:
+    """The parcel's ledger rows with the running balance, beside its statement (issue 17)."""
+    parcel = get_parcel_for_user(request.user, pk)
+    today = timezone.localdate()
+    lines = selectors.parcel_ledger(parcel=parcel)
+    # as of today, or of the last dated entry if one is later (as verify_books reads it)
+    as_of = max([today, *(line.entry.entry_date for line in lines if line.entry.kind != "charge")])
+    state = accounts.account_state(parcel=parcel, as_of=as_of).state
+    unpaid = sum((c.surcharge - c.surcharge_paid for c in state.charges), Decimal("0.00"))
+    return render(request, "billing/ledger.html", {
+        "parcel": parcel, "lines": lines, "balance": lines[-1].balance if lines else Decimal("0.00"), "as_of": as_of,
+        "state": state, "unpaid_surcharge": unpaid, "from_statement": state.total_balance - unpaid - state.credit_balance,
     })
 
 

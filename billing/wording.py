@@ -107,6 +107,7 @@ def long_date(day: date | None, lang_key: str) -> str:
 
 # ``Charge.Kind`` values (billing.models), named here so wording stays below the models.
 INSTALLMENT, CORRECTION, WATER, REFUND = "installment", "correction", "water", "refund"
+VOID_REFUND = "void_refund"  # issue 17: a refund paid out of a payment later voided, owed at once
 
 
 def installment_month(number: int | None) -> str:
@@ -157,6 +158,9 @@ def charge_label(*, kind: str, fiscal_year: str, number: int | None = None, desc
             return _frozen_name(description, _("Agua %(m)02d/%(y)s (sec. 374a)") % {"m": month, "y": year})
     if kind == REFUND:
         return _("Reembolso de crédito")
+    if kind == VOID_REFUND and due_date:
+        due = date.fromisoformat(due_date) if isinstance(due_date, str) else due_date
+        return _("Reembolso pagado con un pago anulado (cargo del %(d)s)") % {"d": short_date(due)}
     return description
 
 
@@ -196,7 +200,11 @@ LOWERED = "lowered"  # ¶9, ¶11: a correction lowered its principal (billing.mo
 GIVEN_BACK = "given_back"  # ¶9, ¶12: surcharge (and principal) it had been paid, released to the credit (GiveBack)
 CREDIT_APPLIED = "credit_applied"  # ¶12, ¶13: credit paid to it (CreditApplication)
 LAST_DAY_MOVED = "last_day_moved"  # ¶12: a closure moved its last day to pay (LastDayMove)
-EVENT_KINDS = (LOWERED, LAST_DAY_MOVED, GIVEN_BACK, CREDIT_APPLIED)  # their order on one day
+# Issue 17: a void's reversals (VoidReversal) of a give-back and of a crédito aplicado of the
+# charge; ``paid_on`` is then the voided payment's date.
+GIVE_BACK_VOIDED = "give_back_voided"
+CREDIT_APPLIED_VOIDED = "credit_applied_voided"
+EVENT_KINDS = (LOWERED, LAST_DAY_MOVED, GIVEN_BACK, CREDIT_APPLIED, CREDIT_APPLIED_VOIDED, GIVE_BACK_VOIDED)  # order on one day
 # ``billing.rules.SOURCES``: what caused it.
 SOURCE_CORRECTION, SOURCE_CLOSURE, SOURCE_PAYMENT = "correction", "closure", "payment"
 
@@ -268,4 +276,11 @@ def event_text(*, kind: str, entry_date: date, source: str, principal: Decimal, 
     if kind == LAST_DAY_MOVED:
         return _("Cierre de oficinas del %(day)s (¶12), %(d)s: último día para pagar movido al %(new)s") % {
             "day": short_date(closure_day), "d": on, "new": short_date(last_day)}
+    if kind == GIVE_BACK_VOIDED:
+        return _("Devolución revertida por la anulación del pago del %(paid)s, %(d)s: recargo %(s)s, principal %(p)s "
+                 "vuelven a contar como pagados") % {
+            "paid": short_date(paid_on), "d": on, "s": money_text(surcharge), "p": money_text(principal)}
+    if kind == CREDIT_APPLIED_VOIDED:
+        return _("Crédito aplicado revertido por la anulación del pago del %(paid)s, %(d)s: −%(a)s (%(s)s de recargo)") % {
+            "paid": short_date(paid_on), "d": on, "a": money_text(principal + surcharge), "s": money_text(surcharge)}
     return ""

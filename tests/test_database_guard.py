@@ -52,6 +52,8 @@ GUARDED = {
     # billing: the ledger's stored allocations and dated entries (issue 11)
     "billing_paymentallocation", "billing_correctioncharge", "billing_principaladjustment", "billing_lastdaymove",
     "billing_giveback", "billing_creditapplication",
+    # billing: a void's reversals of later entries that moved the voided payment's money (issue 17)
+    "billing_voidreversal",
     # billing: the history of the Collector's offices' printed details (issue 12)
     "billing_officeevent",
     # billing: the merged bulk-printing parts, written once (issue 17 §5)

@@ -12,7 +12,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('billing', '0023_payment_second_of_and_closed_day_guards'),
+        ('billing', '0024_void_reversals'),
     ]
 
     operations = [

@@ -52,7 +52,7 @@ def office_closure_record(*, acting_user: Any, day: date, reason: str) -> tuple[
     window = Q(last_day_to_pay__gte=day - timedelta(days=20))
     for grace in set(LegalParameterSet.objects.values_list("grace_days", flat=True)):
         window |= Q(due_date__range=(day - timedelta(days=20 + grace), day - timedelta(days=grace)))
-    near = Charge.objects.filter(window, last_day_to_pay__lte=day).exclude(kind=Charge.Kind.REFUND)
+    near = Charge.objects.filter(window, last_day_to_pay__lte=day).exclude(kind__in=[Charge.Kind.REFUND, Charge.Kind.VOID_REFUND])
     parcels = Parcel.objects.filter(pk__in=near.values("parcel_id"))
     before = parcel_records(parcels=parcels)
     closure = OfficeClosure(day=day, reason=reason.strip(), created_by=acting_user)
@@ -64,9 +64,9 @@ def office_closure_record(*, acting_user: Any, day: date, reason: str) -> tuple[
     for parcel_id, (records, charges) in before.items():
         lowered = []
         for record in records.charges:
-            if record.last_day_on(today) != day:
-                continue
             charge = charges[record.key]
+            if record.last_day_on(today) != day or charge.kind == Charge.Kind.VOID_REFUND:
+                continue  # a refund a void made a charge keeps its stored last day (issue 17)
             new_day = rules.next_open_day(day=day, closed_days=closed, params=delinquency_parameters(charge.due_date))
             LastDayMove.objects.create(charge=charge, closure=closure, last_day=new_day, entry_date=today,
                                        created_by=acting_user)

@@ -245,7 +245,7 @@ def freed_money(
         if record is None:
             continue
         back = rules.give_back_for(charge=record, payments=records.payments, credit_applied=records.credit_applied,
-                                   given_back=records.given_back, on=on, schedule=schedule)
+                                   given_back=records.given_back, reversals=records.reversals, on=on, schedule=schedule)
         if back.freed <= 0:
             continue
         GiveBack.objects.create(parcel_id=parcel_id, charge_id=charge_id, surcharge=back.surcharge_given_back,

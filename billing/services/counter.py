@@ -9,7 +9,6 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from django.db import transaction
-from django.db.models import Q
 from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_noop  # ledger and charge descriptions: stored in Spanish, whatever the session
@@ -24,14 +23,11 @@ from ..errors import BillingError
 from ..models import (
     Charge,
     CollectorAssignment,
-    CreditApplication,
     DayClose,
-    GiveBack,
     LedgerEntry,
     Office,
     Payment,
     PaymentAllocation,
-    PaymentVoid,
     Receipt,
     ReceiptSeries,
     Refund,
@@ -42,6 +38,7 @@ from ..selectors import day_report
 from ..snapshots import ReceiptApplication, ReceiptSnapshot
 from ..wording import surcharge_explanation, surcharge_runs
 from .numbering import fiscal_year_for
+from .voids import payment_void  # noqa: F401  (moved to services.voids, issue 17; callers still name it here)
 
 ZERO = Decimal("0.00")
 
@@ -329,52 +326,6 @@ def _receipt_issue(*, payment: Payment, office: Office, account: Account, applic
     documents.receipt_document_store(receipt)  # ¶9: the PDF, rendered once and stored in this transaction
     chain.link(chain.RECEIPT, receipt.pk)
     return receipt
-
-
-@transaction.atomic
-def payment_void(*, acting_user: Any, payment: Payment, reason: str, voided_on: date | None = None) -> PaymentVoid:
-    """A bounced check: a new, dated reversing entry by a supervisor; the receipt stays as issued."""
-    if not has_role(acting_user, SUPERVISOR):
-        raise BillingError(_("Solo un supervisor anula pagos."))
-    if not reason.strip():
-        raise BillingError(_("Anular un pago requiere una razón."))
-    payment = Payment.objects.select_for_update().get(pk=payment.pk)
-    Parcel.objects.select_for_update().get(pk=payment.parcel_id)
-    if PaymentVoid.objects.filter(payment=payment).exists():
-        raise BillingError(_("Ese pago ya fue anulado."))
-    on = voided_on or timezone.localdate()
-    if on < payment.paid_on:
-        raise BillingError(_("La anulación no puede ser anterior al pago."))
-    if on <= payment.paid_on and DayClose.objects.filter(office_id=payment.office_id, day=payment.paid_on).exists():
-        raise BillingError(_("El día del pago ya está cerrado: la anulación debe llevar una fecha posterior."))
-    # ¶13: a void reverses exactly the stored allocation as of the payment's date. Money a later
-    # give-back, crédito aplicado or refund already moved cannot be unwound here: refuse.
-    # "Later" is a later date, or the payment's own date after the payment was recorded (a
-    # correction made that morning, before the payment, moved none of its money).
-    def later(day_field: str) -> Q:
-        return Q(**{f"{day_field}__gt": payment.paid_on}) | Q(**{day_field: payment.paid_on, "created_at__gt": payment.created_at})
-
-    charge_ids = list(payment.allocations.exclude(charge=None).values_list("charge_id", flat=True))
-    moved = (
-        GiveBack.objects.filter(later("entry_date"), charge_id__in=charge_ids).exists()
-        or CreditApplication.objects.filter(later("entry_date"), parcel_id=payment.parcel_id).exists()
-        or Refund.objects.filter(later("refunded_on"), parcel_id=payment.parcel_id).exists()
-    )
-    if moved:
-        raise BillingError(_(
-            "No se puede anular este pago: después de él (%(d)s) una devolución de recargo, un crédito aplicado o un "
-            "reembolso movió dinero de esta cuenta. Anule o corrija primero esos asientos."
-        ) % {"d": payment.paid_on.strftime("%d/%m/%Y")})
-    void = PaymentVoid.objects.create(payment=payment, voided_on=on, reason=reason.strip(), voided_by=acting_user)
-    LedgerEntry.objects.create(parcel_id=payment.parcel_id, entry_date=on, kind=LedgerEntry.Kind.VOID, debit=payment.amount,
-                               payment=payment, description=gettext_noop("Anulación: %(r)s") % {"r": reason.strip()[:150]}, created_by=acting_user)
-    realized = LedgerEntry.objects.filter(payment=payment, kind=LedgerEntry.Kind.SURCHARGE).first()
-    if realized is not None:
-        LedgerEntry.objects.create(parcel_id=payment.parcel_id, entry_date=on, kind=LedgerEntry.Kind.SURCHARGE_VOID,
-                                   credit=realized.debit, payment=payment, description=gettext_noop("Recargo del pago anulado"),
-                                   created_by=acting_user)
-    chain.link(chain.VOID, void.pk)
-    return void
 
 
 # --- End of day, refunds ---------------------------------------------------------------------

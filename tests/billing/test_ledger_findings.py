@@ -142,17 +142,21 @@ def test_finding_5_a_closure_recorded_after_a_payment_gives_back_its_surcharge(d
 
 
 @pytest.mark.django_db
-def test_a_void_is_refused_once_a_later_entry_moved_its_money(district_1, staff):
+def test_a_void_is_recorded_even_once_a_later_entry_moved_its_money(district_1, staff):
+    """Issue 17 §2 turned the old refusal round: the refund paid out of the voided money becomes
+    a charge due at once (tests/billing/test_void_reversals.py has the other cases)."""
     p3 = Parcel.objects.get(parcel_id="P3")
     with on_day(date(2026, 7, 5)):
         receipt = counter.payment_record(acting_user=staff["collector"], parcel=p3, amount=D("9200.00"), paid_on=date(2026, 7, 5))
+    credit = accounts.account_state(parcel=p3, as_of=date(2026, 7, 5)).state.credit_balance
     counter.refund_issue(acting_user=staff["supervisor"], parcel=p3, amount=D("20.00"), reason="Pago de más",
                          refunded_on=date(2026, 7, 6))
-    from billing.errors import BillingError
-
-    with pytest.raises(BillingError, match="No se puede anular este pago"):
-        counter.payment_void(acting_user=staff["supervisor"], payment=receipt.payment, reason="Cheque devuelto",
-                             voided_on=date(2026, 7, 10))
+    void = counter.payment_void(acting_user=staff["supervisor"], payment=receipt.payment, reason="Cheque devuelto",
+                                voided_on=date(2026, 7, 10))
+    (reversal,) = void.reversals.all()
+    assert credit >= D("20.00") and (reversal.kind, reversal.principal.amount) == ("refund", D("20.00"))
+    assert accounts.account_state(parcel=p3, as_of=date(2026, 7, 10)).state.credit_balance == D("0.00")
+    assert books.verify() == []
 
 
 @pytest.mark.django_db

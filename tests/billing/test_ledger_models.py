@@ -25,8 +25,10 @@ from billing.models import (
     OfficeClosure,
     Payment,
     PaymentAllocation,
+    PaymentVoid,
     PrincipalAdjustment,
     Source,
+    VoidReversal,
 )
 from billing.services import counter
 from levy.models import RollCorrection
@@ -59,8 +61,14 @@ def fill_ledger_tables(staff: dict) -> None:
                                created_by=hacienda)
     GiveBack.objects.create(parcel=january.parcel, charge=july, surcharge=Decimal("0.00"), principal=Decimal("25.00"),
                             source=Source.CORRECTION, correction=lowered, entry_date=date(2026, 11, 1), created_by=hacienda)
-    CreditApplication.objects.create(parcel=january.parcel, charge=january, principal=Decimal("25.00"), source=Source.CORRECTION,
-                                     correction=lowered, entry_date=date(2026, 11, 1), created_by=hacienda)
+    applied = CreditApplication.objects.create(parcel=january.parcel, charge=january, principal=Decimal("25.00"),
+                                               source=Source.CORRECTION, correction=lowered, entry_date=date(2026, 11, 1),
+                                               created_by=hacienda)
+    # issue 17: a void's reversal (by hand: the books' own voids moved no money later)
+    void = PaymentVoid.objects.order_by("pk").first()
+    VoidReversal.objects.create(void=void, parcel=january.parcel, kind=VoidReversal.Kind.CREDIT_APPLIED,
+                                credit_application=applied, charge=january, principal=Decimal("5.00"),
+                                entry_date=date(2026, 11, 2), created_by=hacienda)
 
 
 @pytest.mark.django_db
@@ -117,7 +125,8 @@ def test_the_stored_allocation_matches_todays_replay_for_a_simple_account(distri
 def test_the_ledger_tables_are_append_only_and_checked(district_1, staff):
     build_books(staff)
     fill_ledger_tables(staff)
-    for model in (PaymentAllocation, CorrectionCharge, PrincipalAdjustment, LastDayMove, GiveBack, CreditApplication):
+    for model in (PaymentAllocation, CorrectionCharge, PrincipalAdjustment, LastDayMove, GiveBack, CreditApplication,
+                  VoidReversal):
         row = model.objects.first()
         assert row is not None, model
         with pytest.raises(DatabaseError), transaction.atomic():
@@ -137,3 +146,7 @@ def test_the_ledger_tables_are_append_only_and_checked(district_1, staff):
     with pytest.raises(IntegrityError), transaction.atomic():
         CreditApplication.objects.create(parcel=charge.parcel, charge=charge, principal=Decimal("-1.00"), source=Source.PAYMENT,
                                          payment=payment, entry_date=date(2026, 11, 1), created_by=staff["hacienda"])
+    with pytest.raises(IntegrityError), transaction.atomic():  # a reversal names what it reverses, and only that
+        VoidReversal.objects.create(void=PaymentVoid.objects.first(), parcel=charge.parcel, kind=VoidReversal.Kind.GIVE_BACK,
+                                    credit_application=CreditApplication.objects.first(), charge=charge,
+                                    principal=Decimal("1.00"), entry_date=date(2026, 11, 2), created_by=staff["hacienda"])

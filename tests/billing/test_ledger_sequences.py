@@ -15,7 +15,7 @@ roll is finalized at its own point in the sequence). After every step:
   credit is never negative: what is paid beyond a charge is credit (¶12, ¶13);
 - ``billing.books.verify()`` (``verify_books``) finds nothing.
 
-A service may refuse a step (a void whose money a later entry moved, a correction past the roll
+A service may refuse a step (a correction past the roll
 line's limits, a parameter row on a taken date): then nothing is written. At the end of a sequence
 the statements of earlier days it visited still equal the ledger.
 
@@ -59,8 +59,9 @@ from billing.models import (
     PrincipalAdjustment,
     Receipt,
     Refund,
+    VoidReversal,
 )
-from billing.services import collection, counter, installments
+from billing.services import collection, counter, installments, voids
 from billing.services.corrections import roll_correction_create
 from levy.models import ChainLink, LegalParameterSet, Levy, RollCorrection, RollLine
 from levy.services import LevyError, estimate_certify, estimate_enter, legal_parameters_add, levy_compute
@@ -107,7 +108,7 @@ def two_years(make_parcel, owner_a, staff, monkeypatch):
 
 WRITTEN = (Charge, LedgerEntry, Payment, PaymentAllocation, PaymentVoid, Refund, Receipt, IssuedDocument, GiveBack,
            CreditApplication, PrincipalAdjustment, LastDayMove, OfficeClosure, RollCorrection, LegalParameterSet,
-           ChainLink, Levy, RollLine)
+           ChainLink, Levy, RollLine, VoidReversal)
 
 
 def written() -> tuple[int, ...]:
@@ -139,12 +140,16 @@ def ledger_on(day: date) -> dict[int, Decimal]:
 def surcharge_paid_on(day: date) -> dict[int, Decimal]:
     """¶12: per parcel, the surcharge paid on ``day`` from the stored rows: the allocations of the
     payments made by then and not voided by then, plus *crédito aplicado* to surcharge, less
-    surcharge given back."""
+    surcharge given back; a void's reversals (issue 17) of a give-back add, of a crédito aplicado
+    take away."""
     paid: dict[int, Decimal] = {}
     kept = PaymentAllocation.objects.filter(payment__paid_on__lte=day).exclude(payment__void__voided_on__lte=day)
+    reversed_on = VoidReversal.objects.filter(entry_date__lte=day)
     for sign, rows, parcel in ((1, kept, "payment__parcel_id"),
                                (1, CreditApplication.objects.filter(entry_date__lte=day), "parcel_id"),
-                               (-1, GiveBack.objects.filter(entry_date__lte=day), "parcel_id")):
+                               (-1, GiveBack.objects.filter(entry_date__lte=day), "parcel_id"),
+                               (1, reversed_on.filter(kind=VoidReversal.Kind.GIVE_BACK), "parcel_id"),
+                               (-1, reversed_on.filter(kind=VoidReversal.Kind.CREDIT_APPLIED), "parcel_id")):
         for pk, amount in rows.values_list(parcel).annotate(Sum("surcharge")).values_list(parcel, "surcharge__sum"):
             paid[pk] = paid.get(pk, ZERO) + sign * amount
     return paid
@@ -266,13 +271,26 @@ def step_pay(world: Walk, data) -> None:
 
 
 def step_void(world: Walk, data) -> None:
+    """Issue 17 §2: a bounced check can always be voided, after corrections, closures and refunds
+    too: a void is never refused here (each payment is voided once, on or after its day). Most
+    draws prefer a payment whose money a later entry moved (a give-back, a crédito aplicado or a
+    refund after it), so the reversals are walked often."""
     payments = list(Payment.objects.filter(void__isnull=True).order_by("pk"))
     if not payments:
         note(f"{world.today}: no payment to void")
         return
-    payment = data.draw(st.sampled_from(payments), label="payment")
-    note(f"{world.today}: void P{payment.pk} ({payment.parcel.parcel_id}, {payment.amount.amount} of {payment.paid_on})")
-    refused(lambda: counter.payment_void(acting_user=world.staff["supervisor"], payment=payment, reason="Cheque devuelto"))
+    moved = [p for p in payments if GiveBack.objects.filter(parcel_id=p.parcel_id, created_at__gt=p.created_at).exists()
+             or CreditApplication.objects.filter(parcel_id=p.parcel_id, created_at__gt=p.created_at).exists()
+             or Refund.objects.filter(parcel_id=p.parcel_id, created_at__gt=p.created_at).exists()]
+    payment = data.draw(st.sampled_from(moved if moved and data.draw(st.booleans(), label="moved money") else payments),
+                        label="payment")
+    note(f"{world.today}: void P{payment.pk} ({payment.parcel.parcel_id}, {payment.amount.amount} of {payment.paid_on})"
+         + (" after later entries moved money" if payment in moved else ""))
+    before = VoidReversal.objects.count()
+    void = voids.payment_void(acting_user=world.staff["supervisor"], payment=payment, reason="Cheque devuelto")
+    for reversal in VoidReversal.objects.filter(pk__gt=0).order_by("pk")[before:]:
+        note(f"    reversed {reversal.kind}: surcharge {reversal.surcharge.amount}, principal {reversal.principal.amount}")
+    assert void.voided_on == world.today
 
 
 def step_refund(world: Walk, data) -> None:

@@ -194,6 +194,8 @@ MATRIX: dict[str, Route] = {
     "verify:document": Route(get=public(), targets=lambda w: [
         {"code": w.receipts["A"].document.verification_code}, {"code": w.bill_docs["A"].verification_code},
         {"code": w.certificates["A"].document.verification_code}]),
+    # the anchors' public key (issue 17 §5): published for anyone who checks the books
+    "verify:public-key": Route(get=public()),
     # --- the parcel registry ------------------------------------------------------------------------
     "parcels:parcel-list": Route(get=by_role(STAFF)),
     "parcels:parcel-create": Route(get=by_role(AUTHORITY), post_roles=AUTHORITY, post_data=lambda w: {
@@ -346,7 +348,7 @@ def test_the_matrix_follows_the_design():
     public_pages = {name for name, route in MATRIX.items() if route.get[ANONYMOUS] != LOGIN}
     assert public_pages == {
         "login", "logout", "password_reset", "password_reset_done", "password_reset_confirm", "password_reset_complete",
-        "set_language", "portal:claim", "portal:activate", "verify:document",
+        "set_language", "portal:claim", "portal:activate", "verify:document", "verify:public-key",
         "parcels:import-confirm", "levy:estimate-certify", "levy:compute", "levy:finalize", "billing:void",
         "billing:day-close", "billing:refund", "billing:session-extend",  # POST only: a GET is 405 before anything else
         "portal:installment-bill", "portal:statement-pdf", "owed:lookup",

@@ -15,7 +15,7 @@ from django.core.management.base import BaseCommand, CommandParser
 from billing import accounts, documents, wording
 from billing.errors import BillingError
 from billing.models import Payment
-from billing.services import bills, collection, counter
+from billing.services import bills, collection, counter, voids
 from billing.services import water as water_services
 from levy.exports import safe_cell
 from parcels import jobs as background
@@ -87,6 +87,8 @@ class Command(BaseCommand):
         void.add_argument("--reason", required=True)
         void.add_argument("--user", required=True)
         void.add_argument("--date", help="the void's date, YYYY-MM-DD (default today)")
+        void.add_argument("--dry-run", action="store_true",
+                          help="list every entry the void would post, with amounts, and write nothing")
         refund = sub.add_parser("refund", help="pay back credit on the account (supervisor; not more than the credit)")
         refund.add_argument("--parcel", required=True)
         refund.add_argument("--amount", required=True)
@@ -183,9 +185,18 @@ class Command(BaseCommand):
     def do_void(self, options: dict) -> None:
         receipt = documents.receipt_by_number(options["number"])
         on = self.date(options["date"]) if options["date"] else None
-        void = counter.payment_void(acting_user=self.user(options["user"]), payment=receipt.payment, reason=options["reason"],
-                                    voided_on=on)
-        self.stdout.write(f"payment of receipt {receipt.display_number} voided on {void.voided_on.isoformat()}")
+        user = self.user(options["user"])
+        preview = voids.void_preview(acting_user=user, payment=receipt.payment, reason=options["reason"], voided_on=on)
+        if options["dry_run"]:
+            self.stdout.write(f"dry run: voiding the payment of receipt {receipt.display_number} "
+                              f"(${preview.amount:,.2f} of {receipt.payment.paid_on.isoformat()}) on {preview.on.isoformat()} "
+                              f"would post {len(preview.entries)} entries; nothing recorded")
+            for number, entry in enumerate(preview.entries, 1):
+                self.stdout.write(f"  {number}. {entry.text}: ${entry.amount:,.2f}")
+            return
+        void = voids.payment_void(acting_user=user, payment=receipt.payment, reason=options["reason"], voided_on=on)
+        self.stdout.write(f"payment of receipt {receipt.display_number} voided on {void.voided_on.isoformat()}"
+                          f" ({len(preview.entries)} entries posted)")
 
     def do_refund(self, options: dict) -> None:
         parcel = accounts.parcel_by_code(options["parcel"])
