@@ -124,10 +124,15 @@ def reviewed_finalize(w: World) -> dict[str, Any]:
 
 
 def reviewed_void(w: World) -> dict[str, Any]:
+    from django.contrib.auth import get_user_model
+
+    from billing.services.voids import void_preview
     from billing.views import VOID_ACT, void_figures
 
-    payment = w.receipts["A"].payment
-    figures = void_figures(payment=payment, reason="Cheque devuelto", on=timezone.localdate())
+    payment, on = w.receipts["A"].payment, timezone.localdate()
+    supervisor = get_user_model().objects.filter(groups__name="supervisor").first()
+    entries = void_preview(acting_user=supervisor, payment=payment, reason="Cheque devuelto", voided_on=on).entries
+    figures = void_figures(payment=payment, reason="Cheque devuelto", on=on, entries=entries)
     return {"reason": "Cheque devuelto", review.FIELD: review.fingerprint(VOID_ACT, figures)}
 
 
@@ -251,6 +256,8 @@ MATRIX: dict[str, Route] = {
                                     post_data=counter_payment),
     "billing:statement": Route(get=by_role(MONEY_READERS | {"landowner"}), targets=lambda w: pk(w.parcels["A1"]),
                                others=lambda w: pk(w.parcels["B1"])),
+    # a parcel's ledger with its running balance (issue 17 §2): office staff who read money
+    "billing:ledger": Route(get=by_role(MONEY_READERS), targets=lambda w: pk(w.parcels["A1"])),
     "billing:receipt": Route(get=by_role(MONEY_READERS | {"landowner"}), targets=lambda w: pk(w.receipts["A"]),
                              others=lambda w: pk(w.receipts["B"])),
     "billing:receipt-pdf": Route(get=by_role(MONEY_READERS | {"landowner"}), targets=lambda w: pk(w.receipts["A"]),
