@@ -12,26 +12,26 @@ from ..models import BooksCheck, BooksCheckpoint
 
 
 def books_check_run(*, acting_user: Any, trigger: str, expected_totals: dict[str, str] | None = None,
-                    compared_with: str = "", limit: int = books.DEFAULT_LIMIT) -> BooksCheck:
+                    compared_with: str = "", limit: int = books.DEFAULT_LIMIT, issued_sample: int | None = None) -> BooksCheck:
     """Checks the books and records the run (``BooksCheck``): its findings (and, with
     ``expected_totals``, each control total that differs from them) and the control totals, all
     read in one REPEATABLE READ snapshot with the record written in the same transaction."""
     if connection.in_atomic_block:  # inside a caller's transaction (a test): its snapshot rules
         return _books_check_record(acting_user=acting_user, trigger=trigger, expected_totals=expected_totals,
-                                   compared_with=compared_with, limit=limit)
+                                   compared_with=compared_with, limit=limit, issued_sample=issued_sample)
     connection.ensure_connection()
     with transaction.atomic():
         with connection.cursor() as cursor:
             cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
         return _books_check_record(acting_user=acting_user, trigger=trigger, expected_totals=expected_totals,
-                                   compared_with=compared_with, limit=limit)
+                                   compared_with=compared_with, limit=limit, issued_sample=issued_sample)
 
 
 @transaction.atomic
 def _books_check_record(*, acting_user: Any, trigger: str, expected_totals: dict[str, str] | None, compared_with: str,
-                        limit: int) -> BooksCheck:
+                        limit: int, issued_sample: int | None = None) -> BooksCheck:
     started_at = timezone.now()
-    findings, totals = books.check(limit=limit, expected_totals=expected_totals)
+    findings, totals = books.check(limit=limit, expected_totals=expected_totals, issued_sample=issued_sample)
     check = BooksCheck(
         started_at=started_at, finished_at=timezone.now(), passed=not findings,
         findings=[{"check": finding.check, "message": finding.message} for finding in findings],
