@@ -32,7 +32,9 @@ def test_refund_only_what_is_credit(district_1, staff):
         counter.refund_issue(acting_user=staff["supervisor"], parcel=p3, amount=Decimal("20.01"), reason="x", refunded_on=date(2026, 7, 6))
     with pytest.raises(BillingError):
         counter.refund_issue(acting_user=staff["collector"], parcel=p3, amount=Decimal("20.00"), reason="x", refunded_on=date(2026, 7, 6))
-    counter.refund_issue(acting_user=staff["supervisor"], parcel=p3, amount=Decimal("20.00"), reason="Pago de más", refunded_on=date(2026, 7, 6))
+    with on_day(date(2026, 7, 6)):
+        counter.refund_issue(acting_user=staff["supervisor"], parcel=p3, amount=Decimal("20.00"), reason="Pago de más",
+                             refunded_on=date(2026, 7, 6))
     after = statement("P3", "2026-07-06")
     assert after["credit_balance"] == "0.00" and after["total_due"] == "0.00"
     assert accounts.ledger_balance(p3) == Decimal("0.00")
@@ -207,8 +209,10 @@ def billing_cmd_levy(*args: str):
 def test_a_closure_recorded_after_issue_moves_the_last_day(district_1, staff):
     from billing.models import OfficeClosure
 
-    assert statement("P4", "2026-09-01")["installments"][0]["surcharge"] == "34.65"  # delinquent from 09-01
-    OfficeClosure.objects.create(day=date(2026, 8, 31), reason="Huracán", created_by=staff["hacienda"])
+    with on_day(date(2026, 9, 1)):
+        assert statement("P4", "2026-09-01")["installments"][0]["surcharge"] == "34.65"  # delinquent from 09-01
+        # recorded that same day: the statement of 09-01 knows it (one of a past day never changes)
+        OfficeClosure.objects.create(day=date(2026, 8, 31), reason="Huracán", created_by=staff["hacienda"])
     moved = statement("P4", "2026-09-01")["installments"][0]
     assert moved["last_day_to_pay"] == "2026-09-01" and moved["surcharge"] == "0.00"
     # Labor Day (2026-09-07) is not in the way; the next day after the closure is open
