@@ -928,7 +928,7 @@ def check(*, limit: int = DEFAULT_LIMIT, expected_totals: dict[str, str] | None 
         any_books = has_books(cursor)
     if any_books:
         sample = DEFAULT_SAMPLE if issued_sample is None else (None if issued_sample == ISSUED_ALL else issued_sample)
-        findings += check_issued(sample=sample, limit=limit)
+        findings += [Finding("issued", message) for message in check_issued(sample=sample, limit=limit)]
     totals = control_totals(using=using)
     if expected_totals is not None:
         findings += totals_differences(expected_totals, totals)

@@ -19,7 +19,6 @@ from django.utils import timezone
 from django.utils.translation import override
 
 from . import accounts
-from .books import Finding, _limited
 from .models import AccountStatement, Bill, DebtCertificate
 
 DEFAULT_SAMPLE = 20  # documents of each kind read by default (``verify_books --sample N``)
@@ -73,36 +72,36 @@ def _bill_differs(bill: Bill) -> bool:
     return any(again.get(name) != bill.snapshot.get(name) for name in figures)
 
 
-def _first_differences(documents: Iterable[Any], differs: Callable[[Any], bool], limit: int) -> list[tuple]:
-    bad: list[tuple] = []
+def _first_differences(documents: Iterable[Any], differs: Callable[[Any], bool], limit: int,
+                       describe: Callable[[Any], str]) -> list[str]:
+    """The first ``limit`` documents that differ, described; a last line says when there are more."""
+    bad: list[str] = []
     for document in documents:
         if differs(document):
-            bad.append((document,))
-            if len(bad) > limit:
+            if len(bad) == limit:
+                bad.append(f"more findings of this kind not listed (first {limit} shown)")
                 break
+            bad.append(describe(document))
     return bad
 
 
-def check_issued(*, sample: int | None = DEFAULT_SAMPLE, limit: int = 50) -> list[Finding]:
+def check_issued(*, sample: int | None = DEFAULT_SAMPLE, limit: int = 50) -> list[str]:
     """¶11, ¶12, ¶13: for estados, debt certificates and bills (``sample`` of each, or all), the
     statement of the document's date recomputed now, as the books stood when it was issued,
-    equals what the document stored; each finding names the document."""
-    findings: list[Finding] = []
-    estados = _sampled(AccountStatement.objects.all(), sample)
-    bad = _first_differences(estados, lambda doc: _statement_differs(
-        doc.parcel, doc.as_of, issued_moment(as_of=doc.as_of, issued_at=doc.issued_at), doc.snapshot), limit)
-    findings += _limited("issued", bad, limit, lambda row: (
-        f"estado {row[0].number} ({row[0].parcel.parcel_id}, as of {row[0].as_of.isoformat()}): the statement of that day "
+    equals what the document stored. One message per document that differs, naming it (the
+    books' check ``issued`` words them as findings)."""
+    def statement_differs(doc: Any) -> bool:
+        return _statement_differs(doc.parcel, doc.as_of, issued_moment(as_of=doc.as_of, issued_at=doc.issued_at),
+                                  doc.snapshot)
+
+    found = _first_differences(_sampled(AccountStatement.objects.all(), sample), statement_differs, limit, lambda doc: (
+        f"estado {doc.number} ({doc.parcel.parcel_id}, as of {doc.as_of.isoformat()}): the statement of that day "
         "recomputed now differs from the one it stored"))
-    certificates = _sampled(DebtCertificate.objects.all(), sample)
-    bad = _first_differences(certificates, lambda doc: _statement_differs(
-        doc.parcel, doc.as_of, issued_moment(as_of=doc.as_of, issued_at=doc.issued_at), doc.snapshot), limit)
-    findings += _limited("issued", bad, limit, lambda row: (
-        f"debt certificate {row[0].number} ({row[0].parcel.parcel_id}, as of {row[0].as_of.isoformat()}): the statement "
+    found += _first_differences(_sampled(DebtCertificate.objects.all(), sample), statement_differs, limit, lambda doc: (
+        f"debt certificate {doc.number} ({doc.parcel.parcel_id}, as of {doc.as_of.isoformat()}): the statement "
         "of that day recomputed now differs from the one it certified"))
     bills = _sampled(Bill.objects.select_related("charge__fiscal_year", "charge__roll_line", "parcel__owner"), sample)
-    bad = _first_differences(bills, _bill_differs, limit)
-    findings += _limited("issued", bad, limit, lambda row: (
-        f"bill {row[0].number} ({row[0].parcel.parcel_id}, issued {row[0].issued_on.isoformat()}): its account figures "
+    found += _first_differences(bills, _bill_differs, limit, lambda doc: (
+        f"bill {doc.number} ({doc.parcel.parcel_id}, issued {doc.issued_on.isoformat()}): its account figures "
         "recomputed now differ from the ones it printed"))
-    return findings
+    return found
