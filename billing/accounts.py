@@ -10,13 +10,14 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import date, timedelta
+from datetime import date, datetime, time, timedelta
 from decimal import Decimal
 from typing import Any
 
 from django.core.cache import cache
 from django.db import connection
 from django.db.models import F, Sum
+from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from levy.models import LegalParameterSet, RollCorrection, RollLine
@@ -60,19 +61,51 @@ from .wording import (
 ZERO = Decimal("0.00")
 
 
+# --- What the books knew, and when --------------------------------------------------------------
+
+# The default ``known_by`` of the reads below: the books as they stood at the end of the day read
+# (``known_by_end_of``). ``None`` reads everything recorded so far; a moment reads the rows recorded
+# before it (an issued document's ``issued_at``: what the books held when it was issued).
+AS_OF_DAY = "as-of-day"
+KnownBy = datetime | None | str
+
+
+def known_by_end_of(as_of: date, *, today: date | None = None) -> datetime | None:
+    """¶12, ¶13 (docs/interpretations.md, "a past day stays past"): a statement of a past day is
+    the account as the books stood at the end of that day at the office (America/Puerto_Rico), so
+    it reads only the rows recorded before midnight that ends it; a statement of ``today`` or a
+    later day reads everything recorded so far (None)."""
+    if as_of >= (today or timezone.localdate()):
+        return None
+    return datetime.combine(as_of + timedelta(days=1), time(0), tzinfo=timezone.get_default_timezone())
+
+
+def known_by_of(known_by: KnownBy, as_of: date) -> datetime | None:
+    """The cut-off moment a read as of ``as_of`` uses: ``AS_OF_DAY`` resolves to ``known_by_end_of``."""
+    if known_by == AS_OF_DAY:
+        return known_by_end_of(as_of)
+    assert known_by is None or isinstance(known_by, datetime)
+    return known_by
+
+
+def _recorded(rows, known_by: datetime | None, field_name: str = "created_at"):  # noqa: ANN001, ANN202
+    """The rows of a queryset recorded before ``known_by`` (all without one)."""
+    return rows if known_by is None else rows.filter(**{f"{field_name}__lt": known_by})
+
+
 # --- Calendar and parameters ------------------------------------------------------------------
 
 
-def closed_days(years: Iterable[int]) -> frozenset[date]:
+def closed_days(years: Iterable[int], *, known_by: datetime | None = None) -> frozenset[date]:
     """¶12: Sundays aside, the days a last day to pay moves past: Puerto Rico legal holidays and
-    the office closures staff recorded (hurricanes)."""
+    the office closures staff recorded (hurricanes), those recorded before ``known_by`` if given."""
     years = sorted(set(years))
-    closures = OfficeClosure.objects.filter(day__year__in=years).values_list("day", flat=True)
+    closures = _recorded(OfficeClosure.objects.filter(day__year__in=years), known_by).values_list("day", flat=True)
     return rules.pr_legal_holidays(years=years) | frozenset(closures)
 
 
-def delinquency_parameters(on: date) -> rules.DelinquencyParameters:
-    return delinquency_parameters_of(LegalParameterSet.in_force(on))
+def delinquency_parameters(on: date, *, known_by: datetime | None = None) -> rules.DelinquencyParameters:
+    return delinquency_parameters_of(LegalParameterSet.in_force(on, known_by=known_by))
 
 
 def delinquency_parameters_of(params: LegalParameterSet) -> rules.DelinquencyParameters:
@@ -92,21 +125,23 @@ def fiscal_year_of(day: date) -> str:
     return fiscal_year_label(day.year if day.month >= 7 else day.year - 1)
 
 
-def charge_last_days(charges: Iterable[tuple[date, date]]) -> dict[tuple[date, date], date]:
+def charge_last_days(charges: Iterable[tuple[date, date]], *,
+                     known_by: datetime | None = None) -> dict[tuple[date, date], date]:
     """¶12: the last day to pay an account counts for a charge, by its ``(due date, stored last
     day to pay)``: never earlier than the stored day; later if the legal-parameter row in force
     on the due date gives more grace days; moved past the closed days known now (Sundays, legal
     holidays, recorded closures; Saturdays when that row says so). A closure's dated
     ``LastDayMove`` may move it further from the move's date (``rules.ChargeRecord.last_day_on``).
     Each charge's grace days and Saturday rule are those in force on its due date: a later row
-    changes no past. One query for the closures, one for the parameters, none without charges."""
+    changes no past. With ``known_by``, only the closures and rows recorded before it count.
+    One query for the closures, one for the parameters, none without charges."""
     pairs = set(charges)
     if not pairs:
         return {}
-    history = LegalParameterSet.history()
+    history = LegalParameterSet.history(known_by=known_by)
     by_row: dict[int, rules.DelinquencyParameters] = {}
     years = {stored.year for _due, stored in pairs}
-    closed = closed_days(years | {year + 1 for year in years})
+    closed = closed_days(years | {year + 1 for year in years}, known_by=known_by)
     found = {}
     for due, stored in pairs:
         row = history.in_force(due)
@@ -177,6 +212,7 @@ class Account:
     charges: dict[str, Charge]
     ledger: rules.LedgerState | None = None
     records: Records | None = None
+    known_by: datetime | None = None  # the rows read were those recorded before it (all when None)
 
 
 @dataclass(frozen=True)
@@ -214,9 +250,11 @@ class Records:
         return tuple(figures[index] - figures[index + 1] for index in range(len(lowerings)))
 
 
-def account_state(*, parcel: Parcel, as_of: date) -> Account:
-    """¶12, ¶13: the parcel's account as of ``as_of`` from its stored records (voids dated after ``as_of`` do not count yet)."""
-    return account_states(parcels=[parcel], as_of=as_of)[parcel.pk]
+def account_state(*, parcel: Parcel, as_of: date, known_by: KnownBy = AS_OF_DAY) -> Account:
+    """¶12, ¶13: the parcel's account as of ``as_of`` from its stored records (voids dated after
+    ``as_of`` do not count yet), as the books stood at the end of ``as_of`` when that day is past
+    (``known_by``, ``account_states``)."""
+    return account_states(parcels=[parcel], as_of=as_of, known_by=known_by)[parcel.pk]
 
 
 def _account_state_of(ledger: rules.LedgerState, payments: Iterable[rules.StoredPayment]) -> rules.AccountState:
@@ -243,7 +281,8 @@ def _account_state_of(ledger: rules.LedgerState, payments: Iterable[rules.Stored
     )
 
 
-def account_states(*, parcels: Iterable[Parcel], as_of: date, roll_lines: bool = True) -> dict[int, Account]:
+def account_states(*, parcels: Iterable[Parcel], as_of: date, roll_lines: bool = True,
+                   known_by: KnownBy = AS_OF_DAY) -> dict[int, Account]:
     """¶12, ¶13: many accounts at once, each read through ``rules.ledger_state`` from its stored
     records: charges with their principal adjustments and last-day moves, payments with their
     stored allocations and voids, give-backs, *crédito aplicado* entries and refunds. Nothing is
@@ -252,40 +291,48 @@ def account_states(*, parcels: Iterable[Parcel], as_of: date, roll_lines: bool =
     A charge's last day is the stored one, moved past the closed days known now (never back) and
     by the grace days of the row in force on its due date. ``roll_lines`` loads each charge's roll
     line with it (the receipt prints its figures); lists of many accounts that never show them
-    pass False."""
+    pass False.
+
+    A past ``as_of`` reads the books as they stood at the end of that day (``known_by_end_of``):
+    only the rows recorded by then, closures and legal-parameter rows included, so a statement of
+    a past day never changes. ``known_by=None`` reads everything recorded so far (the writers: a
+    back-dated payment is allocated on the account as known now); a moment reads what was
+    recorded before it."""
+    cut = known_by_of(known_by, as_of)
     parcels = {parcel.pk: parcel for parcel in parcels}
-    records = parcel_records(parcels=parcels.values(), as_of=as_of, roll_lines=roll_lines)
-    schedule = LegalParameterSet.history().surcharge_schedule
+    records = parcel_records(parcels=parcels.values(), as_of=as_of, roll_lines=roll_lines, known_by=cut)
+    schedule = LegalParameterSet.history(known_by=cut).surcharge_schedule
     accounts = {}
     for pk, parcel in parcels.items():
         found, charges = records[pk]
         ledger = found.state(as_of=as_of, schedule=schedule)
         accounts[pk] = Account(parcel=parcel, state=_account_state_of(ledger, found.payments), charges=charges,
-                               ledger=ledger, records=found)
+                               ledger=ledger, records=found, known_by=cut)
     return accounts
 
 
 def parcel_records(
-    *, parcels: Iterable[Parcel], as_of: date | None = None, roll_lines: bool = True,
+    *, parcels: Iterable[Parcel], as_of: date | None = None, roll_lines: bool = True, known_by: datetime | None = None,
 ) -> dict[int, tuple[Records, dict[str, Charge]]]:
-    """¶12, ¶13: the stored records of many parcels (those dated by ``as_of``, or all), in a few queries."""
+    """¶12, ¶13: the stored records of many parcels (those dated by ``as_of``, or all; those
+    recorded before ``known_by``, or all: a void recorded later does not count), in a few queries."""
     parcels = {parcel.pk: parcel for parcel in parcels}
     charges: dict[int, dict[str, Charge]] = {pk: {} for pk in parcels}
     related = ("fiscal_year", "roll_line") if roll_lines else ("fiscal_year",)
     # A refund is money paid back from the credit (a RefundRecord), not a charge to pay.
-    for charge in (Charge.objects.filter(parcel_id__in=parcels).exclude(kind=Charge.Kind.REFUND)
+    for charge in (_recorded(Charge.objects.filter(parcel_id__in=parcels), known_by).exclude(kind=Charge.Kind.REFUND)
                    .select_related(*related)):
         charges[charge.parcel_id][charge_key(charge.pk)] = charge
     by_charge = {c.pk: (parcel_id, key) for parcel_id, found in charges.items() for key, c in found.items()}
     lowerings: dict[int, list[rules.PrincipalLowering]] = {}
-    adjustments = PrincipalAdjustment.objects.filter(charge_id__in=by_charge)
+    adjustments = _recorded(PrincipalAdjustment.objects.filter(charge_id__in=by_charge), known_by)
     moves: dict[int, list[rules.LastDayMove]] = {}
-    last_day_moves = LastDayMoveRecord.objects.filter(charge_id__in=by_charge)
-    payments_qs = Payment.objects.filter(parcel_id__in=parcels)
-    backs_qs = GiveBack.objects.filter(parcel_id__in=parcels)
-    applied_qs = CreditApplication.objects.filter(parcel_id__in=parcels)
-    refunds_qs = Refund.objects.filter(parcel_id__in=parcels)
-    reversals_qs = VoidReversal.objects.filter(parcel_id__in=parcels)
+    last_day_moves = _recorded(LastDayMoveRecord.objects.filter(charge_id__in=by_charge), known_by)
+    payments_qs = _recorded(Payment.objects.filter(parcel_id__in=parcels), known_by)
+    backs_qs = _recorded(GiveBack.objects.filter(parcel_id__in=parcels), known_by)
+    applied_qs = _recorded(CreditApplication.objects.filter(parcel_id__in=parcels), known_by)
+    refunds_qs = _recorded(Refund.objects.filter(parcel_id__in=parcels), known_by)
+    reversals_qs = _recorded(VoidReversal.objects.filter(parcel_id__in=parcels), known_by)
     if as_of is not None:
         adjustments = adjustments.filter(entry_date__lte=as_of)
         last_day_moves = last_day_moves.filter(entry_date__lte=as_of)
@@ -304,8 +351,11 @@ def parcel_records(
     ).order_by("payment_id", "id").values_list("payment_id", "charge_id", "surcharge", "principal"):
         allocations.setdefault(payment_id, []).append((charge_id, surcharge, principal))
     payments: dict[int, list[rules.StoredPayment]] = {pk: [] for pk in parcels}
-    for pk, parcel_id, paid_on, voided_on, recorded in payments_qs.values_list("pk", "parcel_id", "paid_on", "void__voided_on",
-                                                                               "created_at"):
+    for pk, parcel_id, paid_on, voided_on, recorded, void_recorded in payments_qs.values_list(
+        "pk", "parcel_id", "paid_on", "void__voided_on", "created_at", "void__created_at"
+    ):
+        if known_by is not None and void_recorded is not None and void_recorded >= known_by:
+            voided_on = None  # voided after the moment read: it still counted then
         rows = allocations.get(pk, [])
         payments[parcel_id].append(rules.StoredPayment(
             key=payment_key(pk), paid_on=paid_on, recorded=recorded,
@@ -341,7 +391,7 @@ def parcel_records(
             effective_from=back_on or applied_on or refund_on, surcharge=surcharge, principal=principal,
         ))
     last_days = charge_last_days({(c.due_date, c.last_day_to_pay) for found in charges.values() for c in found.values()
-                                  if c.kind != Charge.Kind.VOID_REFUND})
+                                  if c.kind != Charge.Kind.VOID_REFUND}, known_by=known_by)
 
     result = {}
     for pk in parcels:
@@ -397,7 +447,7 @@ class PaymentDestination:
 def payment_destination(*, parcel: Parcel, amount: Decimal, on: date) -> PaymentDestination:
     """¶12, ¶13: where the amount would go, by ``rules.allocate`` on the account as of ``on``
     exactly as ``payment_record`` will store it (nothing is written)."""
-    before = account_state(parcel=parcel, as_of=on)
+    before = account_state(parcel=parcel, as_of=on, known_by=None)
     allocations, credit = rules.allocate(state=before.ledger, amount=amount)
     dues = {state.key: state.due for state in before.state.charges}
     to_due = ZERO
@@ -622,15 +672,15 @@ def statement_events(account: Account) -> dict[str, tuple[StatementEvent, ...]]:
                                or any(charge.lowerings or charge.moves for charge in records.charges)):
         return {}
     keys = {charge.pk: key for key, charge in account.charges.items()}
-    parcel_id = account.parcel.pk
-    lowered = list(PrincipalAdjustment.objects.filter(charge_id__in=keys, entry_date__lte=as_of).order_by("entry_date", "id")
-                   .values_list("id", "charge_id", "entry_date", "amount", "correction_id"))
-    backs = list(GiveBack.objects.filter(parcel_id=parcel_id, entry_date__lte=as_of)
+    parcel_id, known_by = account.parcel.pk, account.known_by
+    lowered = list(_recorded(PrincipalAdjustment.objects.filter(charge_id__in=keys, entry_date__lte=as_of), known_by)
+                   .order_by("entry_date", "id").values_list("id", "charge_id", "entry_date", "amount", "correction_id"))
+    backs = list(_recorded(GiveBack.objects.filter(parcel_id=parcel_id, entry_date__lte=as_of), known_by)
                  .values_list("id", "charge_id", "entry_date", "surcharge", "principal", "source", "correction_id", "closure__day"))
-    applied = list(CreditApplication.objects.filter(parcel_id=parcel_id, entry_date__lte=as_of)
+    applied = list(_recorded(CreditApplication.objects.filter(parcel_id=parcel_id, entry_date__lte=as_of), known_by)
                    .values_list("id", "charge_id", "entry_date", "surcharge", "principal", "source", "correction_id",
                                 "closure__day", "payment__paid_on"))
-    moves = list(LastDayMoveRecord.objects.filter(charge_id__in=keys, entry_date__lte=as_of)
+    moves = list(_recorded(LastDayMoveRecord.objects.filter(charge_id__in=keys, entry_date__lte=as_of), known_by)
                  .values_list("id", "charge_id", "entry_date", "last_day", "closure__day"))
     named = {row[4] for row in lowered} | {row[6] for row in backs + applied if row[6]}
     corrections = {pk: (number, roll) for pk, number, roll in
@@ -647,7 +697,7 @@ def statement_events(account: Account) -> dict[str, tuple[StatementEvent, ...]]:
         number, roll = corrections[correction_id]
         return {"correction": number, "roll": roll}
 
-    schedule = LegalParameterSet.history().surcharge_schedule
+    schedule = LegalParameterSet.history(known_by=known_by).surcharge_schedule
     by_charge: dict[int, list[tuple]] = {}
     for row in lowered:
         by_charge.setdefault(row[1], []).append(row)
@@ -679,12 +729,15 @@ def statement_events(account: Account) -> dict[str, tuple[StatementEvent, ...]]:
     return {key: tuple(event for _order, event in sorted(rows, key=lambda row: row[0])) for key, rows in found.items()}
 
 
-def statement(*, parcel: Parcel, as_of: date) -> Statement:
+def statement(*, parcel: Parcel, as_of: date, known_by: KnownBy = AS_OF_DAY) -> Statement:
     """¶12, ¶13: the statement (*estado de cuenta*) as of a date: each charge with due date, last
     day to pay, principal, surcharge so far and how it was counted, paid, balance, and the dated
-    entries that changed it (``statement_events``); the total due."""
-    account = account_state(parcel=parcel, as_of=as_of)
-    rate = delinquency_parameters(as_of).surcharge_rate
+    entries that changed it (``statement_events``); the total due. A past day's statement is the
+    books as they stood at the end of that day (``account_states``): read again later it is
+    identical to the cent."""
+    cut = known_by_of(known_by, as_of)
+    account = account_state(parcel=parcel, as_of=as_of, known_by=cut)
+    rate = delinquency_parameters(as_of, known_by=cut).surcharge_rate
     names = charge_names(account.charges.values())
     events = statement_events(account)
     lines = []
@@ -712,9 +765,9 @@ def ledger_balance(parcel: Parcel) -> Decimal:
     return (sums["d"] or ZERO) - (sums["c"] or ZERO)
 
 
-def parcel_debt(*, parcel: Parcel, as_of: date) -> Decimal:
+def parcel_debt(*, parcel: Parcel, as_of: date, known_by: KnownBy = AS_OF_DAY) -> Decimal:
     """What is owed on the parcel as of a date (charges due, with surcharges, less payments)."""
-    return account_state(parcel=parcel, as_of=as_of).state.total_due
+    return account_state(parcel=parcel, as_of=as_of, known_by=known_by).state.total_due
 
 
 def parcel_by_code(code: str) -> Parcel:
@@ -791,16 +844,17 @@ def _delinquent_charges_compute(*, as_of: date, fiscal_year: str, number: int | 
         charges = charges.filter(fiscal_year__label=fiscal_year)
     if number:
         charges = charges.filter(number=number)
+    cut = known_by_end_of(as_of)  # a past day's list is the books as they stood at its end
     owing = (
-        LedgerEntry.objects.filter(entry_date__lte=as_of).values("parcel_id").annotate(d=Sum("debit"), c=Sum("credit"))
-        .filter(d__gt=F("c")).values("parcel_id")
+        _recorded(LedgerEntry.objects.filter(entry_date__lte=as_of), cut).values("parcel_id")
+        .annotate(d=Sum("debit"), c=Sum("credit")).filter(d__gt=F("c")).values("parcel_id")
     )
-    candidates = list(charges.filter(parcel_id__in=owing).values_list("pk", "parcel_id"))
+    candidates = list(_recorded(charges, cut).filter(parcel_id__in=owing).values_list("pk", "parcel_id"))
     wanted = {pk for pk, _ in candidates}
     parcel_ids = {parcel_id for _, parcel_id in candidates}
     found: list[DelinquentCharge] = []
     accounts = account_states(parcels=Parcel.objects.filter(pk__in=parcel_ids).select_related("owner"), as_of=as_of,
-                              roll_lines=False)
+                              roll_lines=False, known_by=cut)
     for account in accounts.values():
         parcel = account.parcel
         for state in account.state.charges:

@@ -930,11 +930,23 @@ def control_totals(*, using: str = "default") -> dict[str, str]:
     return totals
 
 
+ISSUED_ALL = -1  # ``check(issued_sample=ISSUED_ALL)``: every issued document (``verify_books --full``)
+
+
 def check(*, limit: int = DEFAULT_LIMIT, expected_totals: dict[str, str] | None = None,
-          using: str = "default") -> tuple[list[Finding], dict[str, str]]:
-    """``verify()``'s findings, plus (with ``expected_totals``) each control total that differs
-    from them, and the control totals. Read-only."""
+          using: str = "default", issued_sample: int | None = None) -> tuple[list[Finding], dict[str, str]]:
+    """``verify()``'s findings, plus the issued documents' statements read again
+    (``billing.issued``: ``issued_sample`` of each kind, its default when None, all with
+    ``ISSUED_ALL``), plus (with ``expected_totals``) each control total that differs from them,
+    and the control totals. Read-only."""
+    from .issued import DEFAULT_SAMPLE, check_issued  # it reads accounts, which sit above the books' SQL
+
     findings = verify(using=using, limit=limit)
+    with connections[using].cursor() as cursor:
+        any_books = has_books(cursor)
+    if any_books:
+        sample = DEFAULT_SAMPLE if issued_sample is None else (None if issued_sample == ISSUED_ALL else issued_sample)
+        findings += [Finding("issued", message) for message in check_issued(sample=sample, limit=limit)]
     totals = control_totals(using=using)
     if expected_totals is not None:
         findings += totals_differences(expected_totals, totals)

@@ -95,28 +95,32 @@ class Dashboard:
 # (``accounts.charge_last_days``, computed in Python for the few distinct pairs); ``moved`` the
 # latest ``LastDayMove`` recorded by then. ``paid`` is ``rules.ledger_state``'s principal paid:
 # the stored allocations of the payments that count (paid by then, not voided by then), plus
-# *crédito aplicado*, less principal given back, each dated by then.
+# *crédito aplicado*, less principal given back, each dated by then. A past day reads only the rows
+# recorded by its end (``known_by``, ``accounts.known_by_end_of``), as its statements do.
 CHARGE_FIGURES_SQL = """
 WITH base (due_date, stored, last_day) AS (
     SELECT * FROM unnest(%(dues)s::date[], %(stored)s::date[], %(last_days)s::date[])
 ), lowered AS (
-    SELECT charge_id, SUM(amount) AS amount FROM billing_principaladjustment
-     WHERE entry_date <= %(as_of)s GROUP BY charge_id
+    SELECT charge_id, SUM(amount) AS amount FROM billing_principaladjustment t
+     WHERE entry_date <= %(as_of)s AND (%(known_by)s::timestamptz IS NULL OR t.created_at < %(known_by)s::timestamptz) GROUP BY charge_id
 ), moved AS (
-    SELECT charge_id, MAX(last_day) AS last_day FROM billing_lastdaymove
-     WHERE entry_date <= %(as_of)s GROUP BY charge_id
+    SELECT charge_id, MAX(last_day) AS last_day FROM billing_lastdaymove t
+     WHERE entry_date <= %(as_of)s AND (%(known_by)s::timestamptz IS NULL OR t.created_at < %(known_by)s::timestamptz) GROUP BY charge_id
 ), paid AS (
     SELECT charge_id, SUM(principal) AS principal FROM (
         SELECT a.charge_id, a.principal
           FROM billing_paymentallocation a
           JOIN billing_payment p ON p.id = a.payment_id
           LEFT JOIN billing_paymentvoid v ON v.payment_id = p.id
-         WHERE a.charge_id IS NOT NULL AND a.principal <> 0 AND p.paid_on <= %(as_of)s
-           AND (v.voided_on IS NULL OR v.voided_on > %(as_of)s)
+         WHERE a.charge_id IS NOT NULL AND a.principal <> 0 AND p.paid_on <= %(as_of)s AND (%(known_by)s::timestamptz IS NULL OR p.created_at < %(known_by)s::timestamptz)
+           AND (v.voided_on IS NULL OR v.voided_on > %(as_of)s
+                OR (%(known_by)s::timestamptz IS NOT NULL AND v.created_at >= %(known_by)s::timestamptz))
         UNION ALL
-        SELECT charge_id, principal FROM billing_creditapplication WHERE entry_date <= %(as_of)s AND principal <> 0
+        SELECT charge_id, principal FROM billing_creditapplication t
+         WHERE entry_date <= %(as_of)s AND principal <> 0 AND (%(known_by)s::timestamptz IS NULL OR t.created_at < %(known_by)s::timestamptz)
         UNION ALL
-        SELECT charge_id, -principal FROM billing_giveback WHERE entry_date <= %(as_of)s AND principal <> 0
+        SELECT charge_id, -principal FROM billing_giveback t
+         WHERE entry_date <= %(as_of)s AND principal <> 0 AND (%(known_by)s::timestamptz IS NULL OR t.created_at < %(known_by)s::timestamptz)
     ) entries GROUP BY charge_id
 ), figures AS (
     SELECT c.parcel_id, c.fiscal_year_id, c.number,
@@ -128,7 +132,7 @@ WITH base (due_date, stored, last_day) AS (
       LEFT JOIN lowered ON lowered.charge_id = c.id
       LEFT JOIN moved ON moved.charge_id = c.id
       LEFT JOIN paid ON paid.charge_id = c.id
-     WHERE c.kind = ANY(%(kinds)s)
+     WHERE c.kind = ANY(%(kinds)s) AND (%(known_by)s::timestamptz IS NULL OR c.created_at < %(known_by)s::timestamptz)
 )
 SELECT fy.label, figures.number, SUM(figures.billed), SUM(figures.collected),
        SUM(CASE WHEN figures.late AND figures.billed > figures.collected THEN figures.billed - figures.collected ELSE 0 END),
@@ -141,11 +145,12 @@ LAST_DAY_PAIRS_SQL = "SELECT DISTINCT due_date, last_day_to_pay FROM billing_cha
 
 
 def _charge_figures(as_of: date) -> list[SemesterRow]:
+    known_by = accounts.known_by_end_of(as_of)  # a past day: the books as they stood at its end (issue 17 §1)
     with connection.cursor() as cursor:
         cursor.execute(LAST_DAY_PAIRS_SQL, {"kinds": list(LEVY_KINDS)})
-        last_days = accounts.charge_last_days(cursor.fetchall())
+        last_days = accounts.charge_last_days(cursor.fetchall(), known_by=known_by)
         cursor.execute(CHARGE_FIGURES_SQL, {
-            "as_of": as_of, "kinds": list(LEVY_KINDS), "dues": [due for due, _stored in last_days],
+            "as_of": as_of, "known_by": known_by, "kinds": list(LEVY_KINDS), "dues": [due for due, _stored in last_days],
             "stored": [stored for _due, stored in last_days], "last_days": list(last_days.values()),
         })
         return [
@@ -167,8 +172,11 @@ def _surcharges_by_semester(as_of: date) -> dict[tuple[str, int], Decimal]:
     """Surcharge paid (realized, less reversed and given back, plus paid with credit), by the
     semester of each entry's date."""
     money = DecimalField(max_digits=14, decimal_places=2)
+    entries = LedgerEntry.objects.filter(entry_date__lte=as_of, kind__in=SURCHARGE_KINDS)
+    if (known_by := accounts.known_by_end_of(as_of)) is not None:  # a past day: what was recorded by its end
+        entries = entries.filter(created_at__lt=known_by)
     rows = (
-        LedgerEntry.objects.filter(entry_date__lte=as_of, kind__in=SURCHARGE_KINDS)
+        entries
         .annotate(month=ExtractMonth("entry_date"), year=ExtractYear("entry_date"))
         .annotate(
             start_year=Case(When(month__gte=7, then=F("year")), default=F("year") - 1, output_field=IntegerField()),

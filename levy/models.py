@@ -28,13 +28,15 @@ from __future__ import annotations
 from bisect import bisect_right
 from dataclasses import dataclass
 from dataclasses import field as dataclass_field
-from datetime import date
+from datetime import date, datetime
 from decimal import Decimal
 
 import pgtrigger
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
+from django.db.models.functions import TruncDate
+from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 from djmoney.models.fields import MoneyField
 
@@ -90,17 +92,33 @@ class LegalParameterSet(models.Model):
     )
 
     @classmethod
-    def in_force(cls, on: date) -> LegalParameterSet:
-        found = cls.objects.filter(effective_from__lte=on).order_by("-effective_from").first()
+    def in_force(cls, on: date, *, known_by: datetime | None = None) -> LegalParameterSet:
+        """The row in force on ``on`` (among those recorded before ``known_by`` when given: the
+        books as they stood then)."""
+        rows = cls.objects.filter(effective_from__lte=on)
+        if known_by is not None:
+            rows = rows.filter(cls.recorded_before(known_by))
+        found = rows.order_by("-effective_from").first()
         if found is None:
             raise rules.LevyRuleError(f"no legal parameters in force on {on.isoformat()}")
         return found
 
     @classmethod
-    def history(cls) -> ParameterHistory:
-        """Every row, read once, to look up many dates without a query each (an account replay
-        needs the row of each charge's due date and the surcharge rate of each period)."""
-        return ParameterHistory(rows=tuple(cls.objects.order_by("effective_from")))
+    def history(cls, *, known_by: datetime | None = None) -> ParameterHistory:
+        """Every row (recorded before ``known_by`` when given), read once, to look up many dates
+        without a query each (an account replay needs the row of each charge's due date and the
+        surcharge rate of each period)."""
+        rows = cls.objects.all() if known_by is None else cls.objects.filter(cls.recorded_before(known_by))
+        return ParameterHistory(rows=tuple(rows.order_by("effective_from")))
+
+    @staticmethod
+    def recorded_before(moment: datetime) -> Q:
+        """The rows the books held at ``moment``: those recorded before it, and those in force
+        before the day they were recorded. A new row never takes effect before the day it is
+        recorded (``legal_parameters_add``), so the second are the statute's own rows (1953),
+        law long before the system that entered them was installed."""
+        recorded_on = TruncDate("created_at", tzinfo=timezone.get_default_timezone())
+        return Q(created_at__lt=moment) | Q(effective_from__lt=recorded_on)
 
     def as_rules(self) -> rules.LegalParameters:
         return rules.LegalParameters(

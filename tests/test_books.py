@@ -280,3 +280,85 @@ def test_a_changed_stored_allocation_is_found(books_district):
         "allocation is [0.00/9179.00] of 9179.00 for a payment of 9180.00"
     ) in findings
     assert any(f.startswith("statements: parcel P1: ") and f.endswith("says 9301.00 (balances less unpaid surcharge and credit), its charges less principal paid and credit 9301.00, the ledger entries 9300.00") for f in findings)
+
+
+# --- Issued documents equal the statement of their day (issue 17 §1) ------------------------------
+
+
+def issued_findings() -> list[str]:
+    findings, _totals = books.check(issued_sample=books.ISSUED_ALL)
+    return [str(finding) for finding in findings if finding.check == "issued"]
+
+
+@pytest.mark.django_db
+def test_issued_documents_read_again_equal_what_they_stored(books_district, staff):
+    """The estado, certificate and bill of P3 as of 2026-12-01 (issued after that day, so read as the
+    books stood at its end) still match after later entries: a payment recorded today."""
+    with on_day(date(2026, 12, 5)):
+        counter.payment_record(acting_user=staff["collector"], parcel=parcel("P3"), amount=Decimal("10.00"),
+                               paid_on=date(2026, 12, 5))
+        assert issued_findings() == []
+        code, out, err = verify_books("--no-record", "--full")
+    assert code == 0, out + err
+    code, out, err = verify_books("--no-record", "--sample", "1")
+    assert code == 0, out + err
+
+
+@pytest.mark.books_unchecked
+@pytest.mark.django_db
+def test_a_tampered_estado_or_certificate_snapshot_is_found_naming_it(books_district):
+    from billing.models import AccountStatement, DebtCertificate
+
+    estado, certificate = AccountStatement.objects.get(), DebtCertificate.objects.get()
+    forged = {**estado.snapshot, "total_due": str(Decimal(estado.snapshot["total_due"]) - Decimal("100.00"))}
+    with pgtrigger.ignore("billing.AccountStatement:append_only"):
+        AccountStatement.objects.filter(pk=estado.pk).update(snapshot=forged)
+    assert issued_findings() == [
+        f"issued: estado {estado.number} (P3, as of 2026-12-01): the statement of that day recomputed now differs from "
+        "the one it stored"]
+    code, out, _err = verify_books("--no-record")
+    assert code == 1 and f"issued: estado {estado.number} " in out
+    installments = certificate.snapshot["installments"]
+    forged = {**certificate.snapshot, "installments": [{**installments[0], "paid": "1.00"}, *installments[1:]]}
+    with pgtrigger.ignore("billing.DebtCertificate:append_only"):
+        DebtCertificate.objects.filter(pk=certificate.pk).update(snapshot=forged)
+    assert issued_findings()[1].startswith(f"issued: debt certificate {certificate.number} (P3, as of 2026-12-01)")
+
+
+@pytest.mark.books_unchecked
+@pytest.mark.django_db
+def test_a_row_back_dated_into_an_issued_day_is_found_naming_the_documents(books_district, staff):
+    """A supervisor's back-dated payment of 25.00 dated 2026-12-01, recorded on 2026-12-04, is not in
+    the statement of 2026-12-01 (nor in the documents issued of it). Moving its recorded moment to
+    2026-12-01 (a rewrite of when it was recorded) puts it in that day's statement: the estado, the
+    certificate and the bill of that day no longer match, and each is named."""
+    from billing.models import AccountStatement, Bill, DebtCertificate, Payment
+
+    with on_day(date(2026, 12, 4)):
+        receipt = counter.payment_record(acting_user=staff["supervisor"], parcel=parcel("P3"), amount=Decimal("25.00"),
+                                         paid_on=date(2026, 12, 1), backdate_reason="Giro recibido el 1/12")
+    assert issued_findings() == []
+    moment = timezone.make_aware(timezone.datetime(2026, 12, 1, 9, 0))
+    with pgtrigger.ignore("billing.Payment:append_only"):
+        Payment.objects.filter(pk=receipt.payment_id).update(created_at=moment)
+    estado, certificate, bill = AccountStatement.objects.get(), DebtCertificate.objects.get(), Bill.objects.get()
+    found = issued_findings()
+    assert [line.split(" (")[0] for line in found] == [
+        f"issued: estado {estado.number}", f"issued: debt certificate {certificate.number}", f"issued: bill {bill.number}"]
+    code, out, _err = verify_books("--no-record", "--full")
+    assert code == 1 and f"issued: bill {bill.number} (P3, issued 2026-12-01)" in out
+
+
+@pytest.mark.django_db
+def test_the_issued_check_reads_a_bounded_sample(books_district, staff, django_assert_max_num_queries):
+    """Its queries grow with the sample, not with the documents issued: ten more estados of P3
+    read with a sample of one cost no more than one did."""
+    from billing.issued import check_issued
+
+    with django_assert_max_num_queries(80) as before:
+        assert check_issued(sample=1) == []
+    for _ in range(10):
+        statements.statement_issue(parcel=parcel("P3"), channel="counter", acting_user=staff["collector"],
+                                   as_of=date(2026, 12, 1))
+    with django_assert_max_num_queries(len(before.captured_queries)):
+        assert check_issued(sample=1) == []

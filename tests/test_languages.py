@@ -161,9 +161,10 @@ def test_every_page_and_document_in_each_language_holds_none_of_the_other(client
     # the documents, rendered in each language (P4: unpaid, delinquent on 15 October 2026)
     p4 = Parcel.objects.get(parcel_id="P4")
     july = Charge.objects.get(parcel=p4, kind="installment", number=1)
-    bill = bills.bill_issue(acting_user=users["u_hac_a"], charge=july, issued_on=date(2026, 10, 15))
-    certificate = collection.certificate_issue(acting_user=users["u_hac_a"], parcel=p1, as_of=date(2026, 10, 15))
-    step = collection.seizure_step_issue(acting_user=users["u_hac_a"], parcel=p4, kind="notice", on=date(2026, 10, 15))
+    with on_day(date(2026, 10, 15)):  # issued that day, of that day (a past day reads the books as they stood then)
+        bill = bills.bill_issue(acting_user=users["u_hac_a"], charge=july, issued_on=date(2026, 10, 15))
+        certificate = collection.certificate_issue(acting_user=users["u_hac_a"], parcel=p1, as_of=date(2026, 10, 15))
+        step = collection.seizure_step_issue(acting_user=users["u_hac_a"], parcel=p4, kind="notice", on=date(2026, 10, 15))
     for key in ("es", "en"):
         rendered = {
             "receipt": documents.render_receipt(receipt, lang=key),

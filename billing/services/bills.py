@@ -25,7 +25,16 @@ from parcels.models import Job, Parcel
 from parcels.roles import COLLECTOR, HACIENDA, LANDOWNER, SUPERVISOR, has_role
 
 from .. import chain, documents, rules
-from ..accounts import account_states, charge_key, delinquency_parameters, line_as_corrected, parcel_by_code
+from ..accounts import (
+    AS_OF_DAY,
+    KnownBy,
+    account_states,
+    charge_key,
+    delinquency_parameters,
+    known_by_of,
+    line_as_corrected,
+    parcel_by_code,
+)
 from ..errors import BillingError
 from ..models import Bill, BillBatch, Charge, DocumentSeries, IssuedDocument, Office, charge_names
 from ..snapshots import BillOffice, BillOwedLine, BillSnapshot
@@ -83,11 +92,13 @@ def account_facts(*, charge: Charge, parcel: Parcel, issued_on: date) -> Account
     return accounts_facts(charges=[charge], issued_on=issued_on)[charge.pk]
 
 
-def accounts_facts(*, charges: Sequence[Charge], issued_on: date) -> dict[int, AccountFacts]:
-    """``AccountFacts`` of many charges, their parcels' accounts replayed together."""
+def accounts_facts(*, charges: Sequence[Charge], issued_on: date, known_by: KnownBy = AS_OF_DAY) -> dict[int, AccountFacts]:
+    """``AccountFacts`` of many charges, their parcels' accounts replayed together, as the books
+    stood at ``known_by`` (by default: at the end of ``issued_on`` when it is past, else now)."""
+    cut = known_by_of(known_by, issued_on)
     parcels = {charge.parcel_id: charge.parcel for charge in charges}
-    accounts = account_states(parcels=parcels.values(), as_of=issued_on)
-    params = delinquency_parameters(issued_on)
+    accounts = account_states(parcels=parcels.values(), as_of=issued_on, known_by=cut)
+    params = delinquency_parameters(issued_on, known_by=cut)
     facts = {}
     for charge in charges:
         account = accounts[charge.parcel_id]

@@ -13,7 +13,7 @@ from ..models import BooksCheck, BooksCheckpoint
 
 
 def books_check_run(*, acting_user: Any, trigger: str, expected_totals: dict[str, str] | None = None,
-                    compared_with: str = "", limit: int = books.DEFAULT_LIMIT,
+                    compared_with: str = "", limit: int = books.DEFAULT_LIMIT, issued_sample: int | None = None,
                     extra_findings: Sequence[books.Finding] = ()) -> BooksCheck:
     """Checks the books and records the run (``BooksCheck``): its findings (and, with
     ``expected_totals``, each control total that differs from them) and the control totals, all
@@ -22,20 +22,23 @@ def books_check_run(*, acting_user: Any, trigger: str, expected_totals: dict[str
     recorded with them: a check that has any stores no checkpoint."""
     if connection.in_atomic_block:  # inside a caller's transaction (a test): its snapshot rules
         return _books_check_record(acting_user=acting_user, trigger=trigger, expected_totals=expected_totals,
-                                   compared_with=compared_with, limit=limit, extra_findings=extra_findings)
+                                   compared_with=compared_with, limit=limit, issued_sample=issued_sample,
+                                   extra_findings=extra_findings)
     connection.ensure_connection()
     with transaction.atomic():
         with connection.cursor() as cursor:
             cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
         return _books_check_record(acting_user=acting_user, trigger=trigger, expected_totals=expected_totals,
-                                   compared_with=compared_with, limit=limit, extra_findings=extra_findings)
+                                   compared_with=compared_with, limit=limit, issued_sample=issued_sample,
+                                   extra_findings=extra_findings)
 
 
 @transaction.atomic
 def _books_check_record(*, acting_user: Any, trigger: str, expected_totals: dict[str, str] | None, compared_with: str,
-                        limit: int, extra_findings: Sequence[books.Finding] = ()) -> BooksCheck:
+                        limit: int, issued_sample: int | None = None,
+                        extra_findings: Sequence[books.Finding] = ()) -> BooksCheck:
     started_at = timezone.now()
-    findings, totals = books.check(limit=limit, expected_totals=expected_totals)
+    findings, totals = books.check(limit=limit, expected_totals=expected_totals, issued_sample=issued_sample)
     findings = [*findings, *extra_findings]
     check = BooksCheck(
         started_at=started_at, finished_at=timezone.now(), passed=not findings,

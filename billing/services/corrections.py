@@ -281,7 +281,7 @@ def seizures_stop_when_nothing_delinquent(*, parcel: Parcel, on: date) -> None:
     """¶14: a correction or closure that leaves nothing delinquent stops an open seizure case."""
     from ..accounts import account_state
 
-    state = account_state(parcel=parcel, as_of=on).state
+    state = account_state(parcel=parcel, as_of=on, known_by=None).state
     if not any(c.balance > 0 and c.last_day < on for c in state.charges):
         SeizureCase.objects.filter(parcel=parcel, status=SeizureCase.Status.OPEN).update(
             status=SeizureCase.Status.PAID, closed_on=on

@@ -139,7 +139,7 @@ def payment_record(
     earlier = _same_payment_shortly_before(parcel=parcel, amount=amount, method=method) if ask_if_second or second_of else None
     if earlier is not None and second_of != earlier.pk:
         raise SecondPaymentQuestion(earlier)
-    before = account_state(parcel=parcel, as_of=paid_on)
+    before = account_state(parcel=parcel, as_of=paid_on, known_by=None)  # a back-dated payment: the account as known now
     if expected_total_due is not None and before.state.total_due != expected_total_due:
         raise BillingError(
             _("La cuenta cambió mientras se cobraba (ahora se deben %(d)s). Revise antes de cobrar.")
@@ -161,7 +161,7 @@ def payment_record(
          for a in allocations]
         + ([PaymentAllocation(payment=payment, charge=None, surcharge=ZERO, principal=to_credit)] if to_credit > 0 else [])
     )
-    after = account_state(parcel=parcel, as_of=paid_on)
+    after = account_state(parcel=parcel, as_of=paid_on, known_by=None)
     mine = [
         rules.Application(payment_key=payment_key(payment.pk), charge_key=a.charge_key, surcharge=a.surcharge,
                           principal=a.principal)
@@ -367,7 +367,7 @@ def refund_issue(*, acting_user: Any, parcel: Parcel, amount: Decimal, reason: s
     amount = parse_amount(amount)
     on = refunded_on or timezone.localdate()
     parcel = Parcel.objects.select_for_update().get(pk=parcel.pk)
-    credit = account_state(parcel=parcel, as_of=on).state.credit_balance
+    credit = account_state(parcel=parcel, as_of=on, known_by=None).state.credit_balance
     if amount > credit:
         raise BillingError(_("El crédito de la cuenta es %(c)s; no se puede reembolsar %(a)s.") % {"c": f"${credit:,.2f}", "a": f"${amount:,.2f}"})
     refund = Refund.objects.create(parcel=parcel, amount=amount, refunded_on=on, reason=reason.strip(), refunded_by=acting_user)

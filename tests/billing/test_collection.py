@@ -139,7 +139,9 @@ def test_void_is_a_new_dated_entry_and_restores_the_debt(district_1, staff):
     assert statement("P2", "2026-07-20")["total_due"] == "0.00"
     with pytest.raises(BillingError):
         counter.payment_void(acting_user=staff["collector"], payment=receipt.payment, reason="cheque devuelto")
-    counter.payment_void(acting_user=staff["supervisor"], payment=receipt.payment, reason="Cheque devuelto", voided_on=date(2026, 7, 20))
+    with on_day(date(2026, 7, 20)):  # recorded that day: the statement of 20/07 knows it
+        counter.payment_void(acting_user=staff["supervisor"], payment=receipt.payment, reason="Cheque devuelto",
+                             voided_on=date(2026, 7, 20))
     assert statement("P2", "2026-07-19")["total_due"] == "0.00"  # before the void the payment counted
     assert statement("P2", "2026-07-20")["total_due"] == "22950.00"
     assert Receipt.objects.get(pk=receipt.pk).snapshot["amount"] == "22950.00"

@@ -124,8 +124,10 @@ def test_a_void_a_fall_and_the_credit_it_frees_count_as_the_statement_counts_the
 
 def test_a_closure_moves_the_last_day_as_the_account_moves_it(monkeypatch, district_1, staff):
     """¶12: offices closed on Monday 31/08/2026, the July half's last day, recorded on 03/09: every
-    unpaid July half's last day moves to Tuesday 01/09 (a dated ``LastDayMove``), and the account
-    counts the closure as known now for every date, so on 01/09 nobody is late yet."""
+    unpaid July half's last day moves to Tuesday 01/09 (a dated ``LastDayMove``). The dashboard of a
+    past day reads the books as they stood at its end, as the statements do (issue 17 §1): on
+    01/09 the closure was not known yet, so the four unpaid halves were late that day, and stay
+    so in the figures of 01/09 read later; today's statement shows the moved last day."""
     on(monkeypatch, date(2026, 8, 3))
     pay(staff, "P2", "22950.00")
     on(monkeypatch, date(2026, 9, 3))
@@ -133,10 +135,12 @@ def test_a_closure_moves_the_last_day_as_the_account_moves_it(monkeypatch, distr
     assert moved == 5  # the five July halves, P2's paid one too
     july = (FY, 1)
     unpaid = D("45900.00") - D("22950.00")
-    assert figures(date(2026, 9, 1))[july] == (D("45900.00"), D("22950.00"), D("0.00"), 0)
+    assert figures(date(2026, 9, 1))[july] == (D("45900.00"), D("22950.00"), unpaid, 4)
     assert figures(date(2026, 9, 2))[july] == (D("45900.00"), D("22950.00"), unpaid, 4)
     for day in (date(2026, 8, 31), date(2026, 9, 1), date(2026, 9, 2), date(2026, 9, 3)):
         assert figures(day) == from_the_accounts(day), day
+    first = accounts.statement(parcel=Parcel.objects.get(parcel_id="P1"), as_of=date(2026, 9, 3)).lines[0]
+    assert first.last_day_to_pay == date(2026, 9, 1)
     late = accounts.delinquent_charges(as_of=date(2026, 9, 2))
     assert sum((item.state.principal - item.state.principal_paid for item in late), D("0")) == unpaid
 

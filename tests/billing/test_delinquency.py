@@ -32,7 +32,9 @@ def test_refund_only_what_is_credit(district_1, staff):
         counter.refund_issue(acting_user=staff["supervisor"], parcel=p3, amount=Decimal("20.01"), reason="x", refunded_on=date(2026, 7, 6))
     with pytest.raises(BillingError):
         counter.refund_issue(acting_user=staff["collector"], parcel=p3, amount=Decimal("20.00"), reason="x", refunded_on=date(2026, 7, 6))
-    counter.refund_issue(acting_user=staff["supervisor"], parcel=p3, amount=Decimal("20.00"), reason="Pago de más", refunded_on=date(2026, 7, 6))
+    with on_day(date(2026, 7, 6)):
+        counter.refund_issue(acting_user=staff["supervisor"], parcel=p3, amount=Decimal("20.00"), reason="Pago de más",
+                             refunded_on=date(2026, 7, 6))
     after = statement("P3", "2026-07-06")
     assert after["credit_balance"] == "0.00" and after["total_due"] == "0.00"
     assert accounts.ledger_balance(p3) == Decimal("0.00")
@@ -207,8 +209,10 @@ def billing_cmd_levy(*args: str):
 def test_a_closure_recorded_after_issue_moves_the_last_day(district_1, staff):
     from billing.models import OfficeClosure
 
-    assert statement("P4", "2026-09-01")["installments"][0]["surcharge"] == "34.65"  # delinquent from 09-01
-    OfficeClosure.objects.create(day=date(2026, 8, 31), reason="Huracán", created_by=staff["hacienda"])
+    with on_day(date(2026, 9, 1)):
+        assert statement("P4", "2026-09-01")["installments"][0]["surcharge"] == "34.65"  # delinquent from 09-01
+        # recorded that same day: the statement of 09-01 knows it (one of a past day never changes)
+        OfficeClosure.objects.create(day=date(2026, 8, 31), reason="Huracán", created_by=staff["hacienda"])
     moved = statement("P4", "2026-09-01")["installments"][0]
     assert moved["last_day_to_pay"] == "2026-09-01" and moved["surcharge"] == "0.00"
     # Labor Day (2026-09-07) is not in the way; the next day after the closure is open
@@ -243,7 +247,8 @@ def test_the_delinquent_list_is_kept_only_while_nothing_it_depends_on_changes(
     assert {i.parcel.owner.name for i in accounts.delinquent_charges(as_of=as_of)} == {"Carmen Irizarry de Toro"}
 
     p2 = next(i for i in after_payment if i.parcel.parcel_id == "P2")
-    collection.office_closure_add(acting_user=staff["hacienda"], day=date(2026, 8, 31), reason="Tormenta")
+    with on_day(date(2026, 9, 1)):  # recorded on 1 September: the list of that day knows it
+        collection.office_closure_add(acting_user=staff["hacienda"], day=date(2026, 8, 31), reason="Tormenta")
     closed = accounts.delinquent_charges(as_of=date(2026, 9, 1))  # the last day moved to 1 September
     assert closed == [] and p2.state.last_day == date(2026, 8, 31)
 

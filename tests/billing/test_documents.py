@@ -491,7 +491,8 @@ def test_a_bill_under_a_late_roll_states_the_actual_due_dates(make_parcel, owner
     bill says so instead of "1 de julio y 1 de enero" (docs/interpretations.md)."""
     from tests.billing.conftest import example_1_finalize
 
-    levy = example_1_finalize(make_parcel, owner_a, staff, finalized_on=date(2026, 8, 14))
+    with on_day(date(2026, 8, 14)):  # recorded that day: the bills of later days read its charges
+        levy = example_1_finalize(make_parcel, owner_a, staff, finalized_on=date(2026, 8, 14))
     assert levy.finalized_late
     july = Charge.objects.get(parcel__parcel_id="P4", number=1)
     january = Charge.objects.get(parcel__parcel_id="P4", number=2)
@@ -499,7 +500,8 @@ def test_a_bill_under_a_late_roll_states_the_actual_due_dates(make_parcel, owner
     for charge in (july, january):
         # January's bill is offered from 2026-11-17 (BILL_OFFER_DAYS, 45 days before it falls due).
         on = date(2026, 8, 20) if charge.number == 1 else date(2026, 11, 20)
-        bill = bills.bill_issue(acting_user=staff["hacienda"], charge=charge, issued_on=on)
+        with on_day(on):
+            bill = bills.bill_issue(acting_user=staff["hacienda"], charge=charge, issued_on=on)
         assert (bill.snapshot["first_due"], bill.snapshot["second_due"]) == ("2026-08-14", "2027-01-01")
         text = flat(text_of(bytes(bill.document.pdf)))
         assert "pagadera en dos plazos que vencen el 14 de agosto de 2026 y el 1 de enero de 2027" in text

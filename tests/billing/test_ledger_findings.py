@@ -71,8 +71,9 @@ def test_finding_2_a_fall_lowers_principal_and_gives_back_only_the_surcharge_not
     (allocation,) = receipt.payment.allocations.all()
     assert (allocation.surcharge.amount, allocation.principal.amount) == (D("69.31"), D("6930.90"))
     # −1,861.80 of O&M charge: net 12,000.00, halves 6,000.00 each (each falls 930.90)
-    corrections.roll_correction_create(acting_user=staff["hacienda"], roll_line=line("P4"), om_charge_delta=D("-1861.80"),
-                                       reason="Área corregida", made_on=date(2026, 11, 1))
+    with on_day(date(2026, 11, 1)):
+        corrections.roll_correction_create(acting_user=staff["hacienda"], roll_line=line("P4"), om_charge_delta=D("-1861.80"),
+                                           reason="Área corregida", made_on=date(2026, 11, 1))
     assert sorted(a.amount.amount for a in PrincipalAdjustment.objects.all()) == [D("930.90"), D("930.90")]
     # surcharge owed on 6,000.00 for the same two periods: 60.00; given back 9.31; principal freed 930.90
     (back,) = GiveBack.objects.all()
@@ -97,8 +98,9 @@ def test_finding_3_a_rise_is_due_by_the_rule_and_never_earlier(district_1, staff
         with pytest.raises(LevyError, match="no puede ser anterior al 01/11/2026"):
             corrections.roll_correction_create(acting_user=staff["hacienda"], roll_line=line("P1"), om_charge_delta=D("120.00"),
                                                reason="x", due_date=too_early, made_on=made)
-    corrections.roll_correction_create(acting_user=staff["hacienda"], roll_line=line("P1"), om_charge_delta=D("120.00"),
-                                       reason="Área mal medida", made_on=made)
+    with on_day(made):
+        corrections.roll_correction_create(acting_user=staff["hacienda"], roll_line=line("P1"), om_charge_delta=D("120.00"),
+                                           reason="Área mal medida", made_on=made)
     july, january = Charge.objects.filter(kind=Charge.Kind.CORRECTION).order_by("number")
     assert (july.principal.amount, july.due_date) == (D("60.00"), made)
     assert (january.principal.amount, january.due_date) == (D("60.00"), date(2027, 1, 1))  # not before January 1

@@ -66,7 +66,7 @@ from billing.services.corrections import roll_correction_create
 from levy.models import ChainLink, LegalParameterSet, Levy, RollCorrection, RollLine
 from levy.services import LevyError, estimate_certify, estimate_enter, legal_parameters_add, levy_compute
 from parcels.models import Parcel
-from tests.clock import move_clock_to
+from tests.clock import move_clock_to, on_day
 
 PR = ZoneInfo("America/Puerto_Rico")
 CENT = Decimal("0.01")
@@ -91,6 +91,11 @@ def two_years(make_parcel, owner_a, staff, monkeypatch):
     """Three parcels; 2026-2027's roll final on 2026-06-30; 2027-2028's estimates certified (its
     roll is computed and finalized in each sequence, on the day the sequence says)."""
     monkeypatch.setattr(documents, "render_receipt", stand_in_receipt_pdf)
+    with on_day(FIRST_DAY):  # recorded on that day: statements of the days after it read them
+        return _two_years(make_parcel, owner_a, staff)
+
+
+def _two_years(make_parcel, owner_a, staff) -> dict[str, Parcel]:
     for parcel_id, gravity, pumped, credit in PARCELS:
         make_parcel(parcel_id, owner_a, gravity=gravity, pumped=pumped, credit=credit)
     estimate_enter(acting_user=staff["authority"], fiscal_year="2026-2027", om_estimate=Decimal("30000.00"),
@@ -130,8 +135,11 @@ def issued_receipts() -> dict[int, tuple[str, str, str]]:
 
 def ledger_on(day: date) -> dict[int, Decimal]:
     """Per parcel, Σ debits − Σ credits of its ledger rows that count on ``day``: every charge
-    issued (due or not; a charge's row is dated on its due date) and every other row dated by ``day``."""
+    issued (due or not; a charge's row is dated on its due date) and every other row dated by
+    ``day``; of a past day, only those recorded by its end (issue 17 §1)."""
     rows = LedgerEntry.objects.filter(Q(kind=LedgerEntry.Kind.CHARGE) | Q(entry_date__lte=day))
+    if (known_by := accounts.known_by_end_of(day)) is not None:
+        rows = rows.filter(created_at__lt=known_by)
     return {pk: debit - credit for pk, debit, credit in
             rows.values_list("parcel_id").annotate(Sum("debit"), Sum("credit")).values_list("parcel_id", "debit__sum",
                                                                                            "credit__sum")}
@@ -143,11 +151,17 @@ def surcharge_paid_on(day: date) -> dict[int, Decimal]:
     surcharge given back; a void's reversals (issue 17) of a give-back add, of a crédito aplicado
     take away."""
     paid: dict[int, Decimal] = {}
-    kept = PaymentAllocation.objects.filter(payment__paid_on__lte=day).exclude(payment__void__voided_on__lte=day)
+    kept = PaymentAllocation.objects.filter(payment__paid_on__lte=day)
+    applied, backs = CreditApplication.objects.filter(entry_date__lte=day), GiveBack.objects.filter(entry_date__lte=day)
     reversed_on = VoidReversal.objects.filter(entry_date__lte=day)
-    for sign, rows, parcel in ((1, kept, "payment__parcel_id"),
-                               (1, CreditApplication.objects.filter(entry_date__lte=day), "parcel_id"),
-                               (-1, GiveBack.objects.filter(entry_date__lte=day), "parcel_id"),
+    if (known_by := accounts.known_by_end_of(day)) is not None:  # a past day: what was recorded by its end
+        kept = kept.filter(payment__created_at__lt=known_by).exclude(payment__void__voided_on__lte=day,
+                                                                     payment__void__created_at__lt=known_by)
+        applied, backs = applied.filter(created_at__lt=known_by), backs.filter(created_at__lt=known_by)
+        reversed_on = reversed_on.filter(created_at__lt=known_by)
+    else:
+        kept = kept.exclude(payment__void__voided_on__lte=day)
+    for sign, rows, parcel in ((1, kept, "payment__parcel_id"), (1, applied, "parcel_id"), (-1, backs, "parcel_id"),
                                (1, reversed_on.filter(kind=VoidReversal.Kind.GIVE_BACK), "parcel_id"),
                                (-1, reversed_on.filter(kind=VoidReversal.Kind.CREDIT_APPLIED), "parcel_id")):
         for pk, amount in rows.values_list(parcel).annotate(Sum("surcharge")).values_list(parcel, "surcharge__sum"):
@@ -158,10 +172,9 @@ def surcharge_paid_on(day: date) -> dict[int, Decimal]:
 def assert_statements_are_the_ledger(parcels: Iterable[Parcel], day: date, *, today: bool) -> None:
     """For each parcel on ``day``: the statement's Σ balances − surcharge accrued and unpaid − credit
     = its ledger rows = ``LedgerState.ledger_balance``; no principal paid beyond the charge's, and
-    the credit is not negative. As of ``today`` no surcharge is paid beyond what accrued either: an
-    earlier day is read with the closures known now (``accounts.parcel_records``), while the
-    surcharge a closure gives back is dated the day it was recorded, so on a day in between the
-    charge shows that surcharge paid and not owed."""
+    the credit is not negative; no surcharge is paid beyond what accrued either. A past day is read
+    as the books stood at its end (issue 17 §1): the closures recorded later are not known on it.
+    (``today`` is kept for the callers: every day is now held to the same checks.)"""
     parcels = list(parcels)
     entries, surcharge_paid = ledger_on(day), surcharge_paid_on(day)
     states = accounts.account_states(parcels=parcels, as_of=day, roll_lines=False)
@@ -180,7 +193,7 @@ def assert_statements_are_the_ledger(parcels: Iterable[Parcel], day: date, *, to
         for charge in ledger.charges:
             assert 0 <= charge.principal_paid <= charge.principal, f"{parcel.parcel_id} on {day}: {charge}"
             assert 0 <= charge.surcharge_paid, f"{parcel.parcel_id} on {day}: {charge}"
-            assert not today or charge.surcharge_paid <= charge.surcharge, f"{parcel.parcel_id} today ({day}): {charge}"
+            assert charge.surcharge_paid <= charge.surcharge, f"{parcel.parcel_id} on {day} (today: {today}): {charge}"
 
 
 def _sums(rows, key: str, *amounts: str) -> dict[int, tuple[Decimal, ...]]:
@@ -216,6 +229,7 @@ class Walk:
     today: date = FIRST_DAY
     receipts: dict[int, tuple[str, str, str]] = field(default_factory=dict)
     days: list[date] = field(default_factory=list)
+    past: dict[tuple[str, date], dict] = field(default_factory=dict)  # (parcel, past day) → Statement.to_json()
 
     def move_to(self, day: date) -> None:
         assert day >= self.today, "time only moves forward"
@@ -231,10 +245,27 @@ class Walk:
             assert issued[1] == issued[2], f"receipt {pk}: stored PDF bytes differ from their hash"
             self.receipts.setdefault(pk, issued)
         self.days.append(self.today)
+        assert_past_statements_unchanged(self)
         assert_statements_are_the_ledger(self.parcels.values(), self.today, today=True)
         assert_roll_lines_within_the_law()
         findings = books.verify()
         assert not findings, "\n".join(str(finding) for finding in findings)
+
+
+def assert_past_statements_unchanged(world: Walk, *, days: int = 4) -> None:
+    """Issue 17 §1: a statement of a past day never changes. The statements of a few days the walk
+    visited (the first and the latest before today, up to ``days`` days), read once those days
+    were past, are read again after every later step and must be identical (``Statement.to_json``)."""
+    for (code, day), stored in world.past.items():
+        again = accounts.statement(parcel=world.parcels[code], as_of=day).to_json()
+        assert again == stored, f"the statement of {code} as of {day} changed on {world.today}"
+    earlier = [day for day in world.days if day < world.today]
+    kept = {day for _code, day in world.past}
+    for day in sorted({earlier[0], earlier[-1]} - kept if earlier else set()):
+        if len(kept) < days:
+            kept.add(day)
+            for code, parcel in world.parcels.items():
+                world.past[(code, day)] = accounts.statement(parcel=parcel, as_of=day).to_json()
 
 
 # --- the steps -----------------------------------------------------------------------------------

@@ -18,7 +18,7 @@ from billing.services.installments import roll_finalize
 from levy.services import estimate_certify, estimate_enter, levy_compute
 from parcels.models import Parcel
 from parcels.roles import ROLES
-from tests.clock import localdate_on
+from tests.clock import localdate_on, on_day
 from tests.conftest import EXAMPLE_1
 from tests.review import post_reviewed
 
@@ -43,10 +43,11 @@ def build_district(users) -> None:
 
 @pytest.fixture
 def district_1(make_parcel, owner_a, owner_b, users):
-    """Example 1, finalized on 2026-06-30: P4's halves are $6,930.90 each."""
-    for parcel_id, gravity in EXAMPLE_1:
-        make_parcel(parcel_id, owner_b if parcel_id == "P5" else owner_a, gravity=gravity)
-    build_district(users)
+    """Example 1, finalized on 2026-06-30 (recorded that day): P4's halves are $6,930.90 each."""
+    with on_day(date(2026, 6, 30)):
+        for parcel_id, gravity in EXAMPLE_1:
+            make_parcel(parcel_id, owner_b if parcel_id == "P5" else owner_a, gravity=gravity)
+        build_district(users)
     return {parcel.parcel_id: parcel for parcel in Parcel.objects.all()}
 
 

@@ -97,7 +97,9 @@ def test_a_back_dated_payment_is_allocated_on_its_day_and_marked_on_the_payment_
     assert (line["number"], line["surcharge"], line["principal_paid"], line["balance_after"]) == (1, "34.65", "6930.90", "0.00")
     assert sorted(LedgerEntry.objects.filter(payment=payment).values_list("entry_date", "kind")) == [
         (SEPTEMBER_15, "payment"), (SEPTEMBER_15, "surcharge")]
-    assert accounts.statement(parcel=parcel("P4"), as_of=SEPTEMBER_15).total_due == Decimal("0.00")
+    # The books of 15 September did not hold it (recorded later: issue 17 §1); as known now they do.
+    assert accounts.statement(parcel=parcel("P4"), as_of=SEPTEMBER_15).total_due == Decimal("6965.55")  # 6,930.90 + 34.65
+    assert accounts.statement(parcel=parcel("P4"), as_of=SEPTEMBER_15, known_by=None).total_due == Decimal("0.00")
     snap = ReceiptSnapshot.from_json(receipt.snapshot)
     assert (snap.paid_on, snap.recorded_on, snap.backdate_reason, snap.received_by, snap.backdated) == (
         SEPTEMBER_15, TODAY, REASON, "Edwin Figueroa Ramos", True)

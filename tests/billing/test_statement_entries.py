@@ -57,8 +57,9 @@ def lower_p4_after_its_july_half_was_paid(staff) -> None:
     p4 = Parcel.objects.get(parcel_id="P4")
     with on_day(date(2026, 10, 15)):
         counter.payment_record(acting_user=staff["collector"], parcel=p4, amount=D("7000.21"), paid_on=date(2026, 10, 15))
-    corrections.roll_correction_create(acting_user=staff["hacienda"], roll_line=line("P4"), om_charge_delta=D("-1861.80"),
-                                       reason="Área corregida", made_on=date(2026, 11, 1))
+    with on_day(date(2026, 11, 1)):
+        corrections.roll_correction_create(acting_user=staff["hacienda"], roll_line=line("P4"), om_charge_delta=D("-1861.80"),
+                                           reason="Área corregida", made_on=date(2026, 11, 1))
 
 
 def test_a_fall_after_a_payment_shows_the_lowering_the_give_back_and_the_credit_applied(district_1, staff):
@@ -118,8 +119,9 @@ def test_a_fall_on_an_unpaid_half_recalculates_its_surcharge(district_1, staff):
     Two periods have begun (Sep 1, Oct 1): ½% × 2 × 6,930.90 = 69.31 before, ½% × 2 × 6,430.90 =
     64.31 after: 5.00 recalculated away. Nothing was paid, so nothing is given back or applied."""
     p4 = Parcel.objects.get(parcel_id="P4")
-    corrections.roll_correction_create(acting_user=staff["hacienda"], roll_line=line("P4"), om_charge_delta=D("-1000.00"),
-                                       reason="Área", made_on=date(2026, 10, 15))
+    with on_day(date(2026, 10, 15)):
+        corrections.roll_correction_create(acting_user=staff["hacienda"], roll_line=line("P4"), om_charge_delta=D("-1000.00"),
+                                           reason="Área", made_on=date(2026, 10, 15))
     found = accounts.statement(parcel=p4, as_of=date(2026, 10, 15))
     july, january = found.lines
     assert (july.principal, july.surcharge) == (D("6430.90"), D("64.31"))
@@ -191,10 +193,12 @@ def test_a_closure_shows_its_moved_last_day_and_the_surcharge_it_gave_back(distr
 def test_a_rise_is_named_by_its_correction_number_in_both_languages(district_1, staff, client, make_user, owner_a):
     """A first correction on P2, then one raising P1's O&M charge by 120.00 (60.00 a half) on
     01/11/2026: P1's is correction n.º 2 of the 2026-2027 roll, read from levy.RollCorrection."""
-    corrections.roll_correction_create(acting_user=staff["hacienda"], roll_line=line("P2"), om_charge_delta=D("-10.00"),
-                                       reason="Área", made_on=date(2026, 10, 1))
-    corrections.roll_correction_create(acting_user=staff["hacienda"], roll_line=line("P1"), om_charge_delta=D("120.00"),
-                                       reason="Área mal medida", made_on=date(2026, 11, 1))
+    with on_day(date(2026, 10, 1)):
+        corrections.roll_correction_create(acting_user=staff["hacienda"], roll_line=line("P2"), om_charge_delta=D("-10.00"),
+                                           reason="Área", made_on=date(2026, 10, 1))
+    with on_day(date(2026, 11, 1)):
+        corrections.roll_correction_create(acting_user=staff["hacienda"], roll_line=line("P1"), om_charge_delta=D("120.00"),
+                                           reason="Área mal medida", made_on=date(2026, 11, 1))
     p1 = Parcel.objects.get(parcel_id="P1")
     data = accounts.statement(parcel=p1, as_of=date(2026, 11, 1)).to_json()
     raised = lines_of(data)[("correction", 1)], lines_of(data)[("correction", 2)]
@@ -225,10 +229,11 @@ def test_a_water_sale_is_named_from_its_deliveries(make_parcel, owner_a, make_us
     since 15/09/2025: $2.00 an acre-foot): one charge of 3.000 acre-feet, $6.00, for 09/2026."""
     authority = make_user("aut_w", "authority")
     parcel = make_parcel("M1", owner_a, gravity="6", pumped="4", inclusion="trial", water_since=date(2025, 9, 15))
-    for day, feet in ((3, "1.250"), (14, "1.750")):
-        water.water_delivery_record(acting_user=authority, parcel=parcel, delivered_on=date(2026, 9, day), acre_feet=D(feet),
-                                    land="pumped")
-    assert water.water_charges_issue(acting_user=authority, year=2026, month=9) == 1
+    with on_day(date(2026, 10, 1)):  # recorded when September's deliveries are billed
+        for day, feet in ((3, "1.250"), (14, "1.750")):
+            water.water_delivery_record(acting_user=authority, parcel=parcel, delivered_on=date(2026, 9, day),
+                                        acre_feet=D(feet), land="pumped")
+        assert water.water_charges_issue(acting_user=authority, year=2026, month=9) == 1
     charge = Charge.objects.get(parcel=parcel, kind="water")
     assert charge.principal.amount == D("6.00")
     item = accounts.statement(parcel=parcel, as_of=date(2026, 10, 1)).to_json()["other_charges"][0]

@@ -24,7 +24,8 @@ class Command(BaseCommand):
     help = ("Checks the books: each final roll adds up to its levy, installments to each line's net, ledgers to their "
             "charges, surcharges and payments, receipt numbers have no gaps, stored documents are unchanged, the chain of "
             "issued records holds, each series' last number matches its records and its chain, and the records of the last "
-            "checkpoint keep its totals. Exit 1 with "
+            "checkpoint keep its totals, and issued estados, certificates and bills still equal the statement of their day "
+            "recomputed now (a sample; --full for all). Exit 1 with "
             "one line per finding; when clean, prints the control totals (compare them between two databases).")
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -34,6 +35,10 @@ class Command(BaseCommand):
                             help="control totals to match: the .totals.json a backup wrote, or verify_books --format json output")
         parser.add_argument("--limit", type=int, default=books.DEFAULT_LIMIT, help="findings listed per check")
         parser.add_argument("--user", help="username recorded as who ran the check (default: nobody)")
+        parser.add_argument("--sample", type=int, default=None, metavar="N",
+                            help="issued estados, debt certificates and bills read again, N of each kind (default 20): "
+                                 "the statement of each one's date recomputed now must equal what it stored")
+        parser.add_argument("--full", action="store_true", help="read again every issued estado, certificate and bill")
         parser.add_argument("--no-record", action="store_true",
                             help="write nothing: e.g. a restored copy checked against its backup stays as restored")
         parser.add_argument("--anchors", metavar="DIR",
@@ -45,8 +50,11 @@ class Command(BaseCommand):
         parser.add_argument("--no-anchors", action="store_true", help="compare with no signed anchor")
 
     def handle(self, *args, format: str, compare: str | None, limit: int, user: str | None, no_record: bool,
-               **options) -> None:
+               sample: int | None, full: bool, **options) -> None:
         expected = self.expected_totals(compare) if compare else None
+        if sample is not None and sample < 0:
+            raise CommandError("--sample must be 0 or more")
+        issued_sample = books.ISSUED_ALL if full else sample
         anchored = self.anchor_check(options, limit)
         acting_user = None
         if user:
@@ -54,12 +62,12 @@ class Command(BaseCommand):
             if acting_user is None:
                 raise CommandError(f"unknown user {user!r}")
         if no_record:
-            findings, totals = books.check(limit=limit, expected_totals=expected)
+            findings, totals = books.check(limit=limit, expected_totals=expected, issued_sample=issued_sample)
             findings += anchored.findings
         else:
             check = books_checks.books_check_run(acting_user=acting_user, trigger=BooksCheck.Trigger.COMMAND,
                                              expected_totals=expected, compared_with=compare or "", limit=limit,
-                                             extra_findings=anchored.findings)
+                                             issued_sample=issued_sample, extra_findings=anchored.findings)
             findings = [books.Finding(finding["check"], finding["message"]) for finding in check.findings]
             totals = dict(check.totals)
         for warning in anchored.warnings:

@@ -1,0 +1,107 @@
+"""``verify_books``' check ``issued`` (issue 17 §1): an issued estado, debt certificate or bill
+printed the statement of its date as the books stood when it was issued, and a statement of a day
+never changes (``accounts.known_by_end_of``). So the statement recomputed now, reading only the rows
+recorded before the document was issued, must equal what the document stored, to the cent.
+
+Its cost is bounded by the documents it reads, not by the books: a sample of ``sample`` documents
+of each kind (drawn in SQL), or every document with ``sample=None`` (``verify_books --full``).
+Each document is a few queries (its parcel's account), so this check is kept out of
+``books.verify()`` and its set-based query budget."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from datetime import datetime
+from typing import Any
+
+from django.db.models import QuerySet
+from django.utils import timezone
+from django.utils.translation import override
+
+from . import accounts
+from .models import AccountStatement, Bill, DebtCertificate
+
+DEFAULT_SAMPLE = 20  # documents of each kind read by default (``verify_books --sample N``)
+
+# The account figures a bill froze (``snapshots.BillSnapshot``) that its statement decides; the rest
+# (the owner, the office, the roll's figures) are not the account's.
+BILL_FIGURES = ("principal", "due_date", "last_day_to_pay", "surcharge", "surcharge_rate", "grace_days", "paid",
+                "balance", "total_due")
+# Bills frozen since issue 18 also froze the one amount to pay and what it pays (``later_due`` marks them).
+BILL_TO_PAY = ("amount_to_pay", "pay_by", "owed", "later_due")
+
+
+def issued_moment(*, as_of: Any, issued_at: datetime) -> datetime:
+    """The moment a document's statement was read at: the end of its date when that date was
+    already past on the day it was issued (``accounts.known_by_end_of``), else its issue moment."""
+    past = accounts.known_by_end_of(as_of, today=timezone.localtime(issued_at).date())
+    return past if past is not None else issued_at
+
+
+def _sampled(rows: QuerySet, sample: int | None) -> list[Any]:
+    rows = rows.select_related("parcel")
+    if sample is not None:
+        rows = rows.order_by("?")[:sample]
+    return sorted(rows, key=lambda row: row.number)
+
+
+def _statement_differs(parcel: Any, as_of: Any, known_by: datetime, stored: dict[str, Any]) -> bool:
+    """Whether the statement read again differs from ``stored`` (the statement's keys only). How
+    each surcharge was counted is worded in the document's language, which an estado does not
+    record: a match in either language is a match."""
+    keys = ("parcel_id", "as_of", "installments", "other_charges", "total_due", "total_balance", "credit_balance")
+    wanted = {key: stored.get(key) for key in keys}
+    language = stored.get("language") or "es"
+    for lang in dict.fromkeys((language, "es", "en")):
+        with override(lang):
+            if accounts.statement(parcel=parcel, as_of=as_of, known_by=known_by).to_json() == wanted:
+                return False
+    return True
+
+
+def _bill_differs(bill: Bill) -> bool:
+    from .services.bills import accounts_facts, bill_snapshot  # bills' writers sit above this check
+
+    if bill.charge_id is None:  # a zero notice: nothing owed, no account figures
+        return False
+    known_by = issued_moment(as_of=bill.issued_on, issued_at=bill.issued_at)
+    charge = bill.charge
+    facts = accounts_facts(charges=[charge], issued_on=bill.issued_on, known_by=known_by)[charge.pk]
+    again = bill_snapshot(charge=charge, issued_on=bill.issued_on, facts=facts, dues={})
+    figures = BILL_FIGURES + (BILL_TO_PAY if "later_due" in bill.snapshot else ())
+    return any(again.get(name) != bill.snapshot.get(name) for name in figures)
+
+
+def _first_differences(documents: Iterable[Any], differs: Callable[[Any], bool], limit: int,
+                       describe: Callable[[Any], str]) -> list[str]:
+    """The first ``limit`` documents that differ, described; a last line says when there are more."""
+    bad: list[str] = []
+    for document in documents:
+        if differs(document):
+            if len(bad) == limit:
+                bad.append(f"more findings of this kind not listed (first {limit} shown)")
+                break
+            bad.append(describe(document))
+    return bad
+
+
+def check_issued(*, sample: int | None = DEFAULT_SAMPLE, limit: int = 50) -> list[str]:
+    """¶11, ¶12, ¶13: for estados, debt certificates and bills (``sample`` of each, or all), the
+    statement of the document's date recomputed now, as the books stood when it was issued,
+    equals what the document stored. One message per document that differs, naming it (the
+    books' check ``issued`` words them as findings)."""
+    def statement_differs(doc: Any) -> bool:
+        return _statement_differs(doc.parcel, doc.as_of, issued_moment(as_of=doc.as_of, issued_at=doc.issued_at),
+                                  doc.snapshot)
+
+    found = _first_differences(_sampled(AccountStatement.objects.all(), sample), statement_differs, limit, lambda doc: (
+        f"estado {doc.number} ({doc.parcel.parcel_id}, as of {doc.as_of.isoformat()}): the statement of that day "
+        "recomputed now differs from the one it stored"))
+    found += _first_differences(_sampled(DebtCertificate.objects.all(), sample), statement_differs, limit, lambda doc: (
+        f"debt certificate {doc.number} ({doc.parcel.parcel_id}, as of {doc.as_of.isoformat()}): the statement "
+        "of that day recomputed now differs from the one it certified"))
+    bills = _sampled(Bill.objects.select_related("charge__fiscal_year", "charge__roll_line", "parcel__owner"), sample)
+    found += _first_differences(bills, _bill_differs, limit, lambda doc: (
+        f"bill {doc.number} ({doc.parcel.parcel_id}, issued {doc.issued_on.isoformat()}): its account figures "
+        "recomputed now differ from the ones it printed"))
+    return found
