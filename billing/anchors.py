@@ -77,7 +77,7 @@ COUNTS: dict[str, str] = {
         "billing_issueddocument", "billing_accountstatement", "billing_billbatchpart", "billing_paymentallocation",
         "billing_correctioncharge", "billing_principaladjustment", "billing_lastdaymove", "billing_giveback",
         "billing_creditapplication", "billing_bookscheck", "billing_bookscheckpoint", "levy_chainlink",
-        "levy_rollcorrection",
+        "levy_rollcorrection", "billing_voidreversal",
     )},
     "levy_levy (final)": "SELECT COUNT(*) FROM levy_levy WHERE status = 'final'",
 }

@@ -734,6 +734,8 @@ CHECKPOINT_TABLES = (
     ("payments", "billing_payment", "created_at", "COUNT(*) || ' (' || COALESCE(SUM(amount), 0) || ')'"),
     ("payment voids", "billing_paymentvoid", "created_at", "COUNT(*) || ' (' || string_agg(payment_id::text, ',' ORDER BY id) || ')'"),
     ("refunds", "billing_refund", "created_at", "COUNT(*) || ' (' || COALESCE(SUM(amount), 0) || ')'"),
+    ("void reversals", "billing_voidreversal", "created_at",
+     "COUNT(*) || ' (' || COALESCE(SUM(surcharge), 0) || ', ' || COALESCE(SUM(principal), 0) || ')'"),
     ("ledger entries", "billing_ledgerentry", "created_at",
      "COUNT(*) || ' (debits ' || COALESCE(SUM(debit), 0) || ', credits ' || COALESCE(SUM(credit), 0) || ')'"),
     ("receipts", "billing_receipt", "issued_at",

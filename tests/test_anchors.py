@@ -387,3 +387,14 @@ def test_a_burst_of_committed_receipts_queues_one_anchor_in_their_transactions(j
                        " WHERE task_name = 'billing.anchor'")
         assert cursor.fetchall() == [("todo", "billing.anchor", True)]
     assert anchor_files(anchored["folder"]) == []
+
+
+def test_every_append_only_books_table_is_counted_in_the_anchor():
+    """Each append-only table of the books (tests/test_database_guard.py) is a floor in every anchor,
+    so emptying it is found; the number series (counters, updated in place) are anchored by their
+    last number instead, and the offices' history is not money."""
+    from tests.test_database_guard import GUARDED
+
+    books_tables = {table for table in GUARDED if table.startswith("billing_")}
+    assert books_tables - {"billing_receiptseries", "billing_documentseries", "billing_officeevent"} <= set(anchors.COUNTS)
+    assert "billing_voidreversal" in {table for _name, table, _stamp, _aggregate in books.CHECKPOINT_TABLES}
