@@ -153,7 +153,8 @@ def test_the_verification_page_shows_the_documents_place_in_its_chain(books_dist
     response = client.get(f"/verificar/{receipt.document.verification_code}/")
     page = response.content.decode()
     assert response.status_code == 200
-    assert "receipt LAJ 2026-2027" in page and "3 de 5" in page
+    assert "Recibos de la colecturía LAJ, 2026-2027" in page and "3 de 5" in page
+    assert "receipt LAJ" not in page  # the series' internal name stays inside (issue 18)
     assert link.hash in page and link.previous_hash in page and "Cadena íntegra" in page
 
 

@@ -32,6 +32,17 @@ def money(value: Any) -> str:
 
 
 @register.filter
+def officer_name(user: Any) -> str:
+    """An officer as the public reads them (issue 18: the void banner said "supervisor", a username):
+    full name and title, "Ana Rivera Soto, Supervisora de colecturía"; whichever of the two is on
+    record; "la Oficina del Colector" when neither is."""
+    name = " ".join(user.get_full_name().split()) if user is not None else ""
+    profile = getattr(user, "staff_profile", None) if user is not None else None
+    title = " ".join((profile.title if profile is not None else "").split())
+    return ", ".join(part for part in (name, title) if part) or str(_("la Oficina del Colector"))
+
+
+@register.filter
 def unbroken(value: Any) -> str:
     """A code the line must not break at its hyphen ("LAJ-" / "000004" at 390 px, issue 18), as a
     span that ``.nowrap`` keeps whole; escaped like any value."""

@@ -165,6 +165,7 @@ def test_seizure_notice_has_its_qr_verification_page_totals_and_signature(client
     assert response.status_code == 200 and "DOCUMENTO VÁLIDO" in page and step.number in page
     assert "Notificación de embargo" in page and "$23,064.75" in page and "$46,014.75" in page and "Cadena íntegra" in page
     assert "Carmen" not in page  # no owner name on a public page
+    assert "Notificación de embargo (plazo de 30 días), 2026" in page and "seizure_notice" not in page  # issue 18
     assert client.get(f"/verificar/{step.verification_code[:-1]}x/").status_code == 404
 
 
@@ -178,6 +179,9 @@ def test_every_download_of_a_voided_receipt_says_anulado_and_a_valid_one_does_no
     counter.payment_void(acting_user=staff["supervisor"], payment=voided.payment, reason="Cheque devuelto por el banco",
                          voided_on=date(2026, 7, 9))
     client.force_login(staff["collector"])
+    banner = client.get(reverse("billing:receipt", args=[voided.pk])).content.decode()
+    # the officer by name and title, not the username "sup" (issue 18)
+    assert "el 9 de julio de 2026, por Oficial Sup Prueba, Oficial de Pruebas." in banner and "por sup." not in banner
     first = client.get(reverse("billing:receipt-pdf", args=[voided.pk])).content
     keep(first, "receipt_voided.pdf")
     text = flat(text_of(first))

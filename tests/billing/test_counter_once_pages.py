@@ -111,5 +111,5 @@ def test_a_recorded_payment_voided_since_is_told_as_voided(client, district_1, u
     client.force_login(users["collector"])
     body = text(client.get(url("counter")))
     assert ("<strong>Se registró y después se anuló.</strong> Predio P4, $7,000.21: el recibo LAJ-2026-2027-000001 lo anuló "
-            "Oficial U Supervisor Prueba el 15/10/2026 («Cobrado al predio equivocado»).") in body
+            "Oficial U Supervisor Prueba, Oficial de Pruebas el 15/10/2026 («Cobrado al predio equivocado»).") in body
     assert "No lo cobre otra vez" not in body and "Sí se registró" not in body
