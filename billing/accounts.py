@@ -717,8 +717,8 @@ def statement_events(account: Account) -> dict[str, tuple[StatementEvent, ...]]:
                                           surcharge=surcharge, closure_day=closure_day, paid_on=paid_on,
                                           **named_by(correction_id)))
     for pk, charge_id, kind, on, surcharge, principal, paid_on in (
-        VoidReversal.objects.filter(parcel_id=parcel_id, entry_date__lte=as_of).exclude(kind=VoidReversal.Kind.REFUND)
-        .values_list("id", "charge_id", "kind", "entry_date", "surcharge", "principal", "void__payment__paid_on")
+        _recorded(VoidReversal.objects.filter(parcel_id=parcel_id, entry_date__lte=as_of), known_by)
+        .exclude(kind=VoidReversal.Kind.REFUND).values_list("id", "charge_id", "kind", "entry_date", "surcharge", "principal", "void__payment__paid_on")
     ):
         event = GIVE_BACK_VOIDED if kind == VoidReversal.Kind.GIVE_BACK else CREDIT_APPLIED_VOIDED
         add(pk, charge_id, StatementEvent(kind=event, entry_date=on, source=rules.SOURCE_PAYMENT, principal=principal,

@@ -429,8 +429,10 @@ def hacienda_client(make_parcel, owner_a, users):
     from datetime import date
 
     from tests.billing.conftest import example_1_finalize
+    from tests.clock import on_day
 
-    example_1_finalize(make_parcel, owner_a, users, finalized_on=date(2026, 6, 30))
+    with on_day(date(2026, 6, 30)):  # recorded that day: lists of a past day read it (issue 17 §1)
+        example_1_finalize(make_parcel, owner_a, users, finalized_on=date(2026, 6, 30))
     client = Client(raise_request_exception=False)
     client.force_login(users["hacienda"])
     return client

@@ -151,10 +151,12 @@ def test_a_void_is_recorded_even_once_a_later_entry_moved_its_money(district_1, 
     with on_day(date(2026, 7, 5)):
         receipt = counter.payment_record(acting_user=staff["collector"], parcel=p3, amount=D("9200.00"), paid_on=date(2026, 7, 5))
     credit = accounts.account_state(parcel=p3, as_of=date(2026, 7, 5)).state.credit_balance
-    counter.refund_issue(acting_user=staff["supervisor"], parcel=p3, amount=D("20.00"), reason="Pago de más",
-                         refunded_on=date(2026, 7, 6))
-    void = counter.payment_void(acting_user=staff["supervisor"], payment=receipt.payment, reason="Cheque devuelto",
-                                voided_on=date(2026, 7, 10))
+    with on_day(date(2026, 7, 6)):
+        counter.refund_issue(acting_user=staff["supervisor"], parcel=p3, amount=D("20.00"), reason="Pago de más",
+                             refunded_on=date(2026, 7, 6))
+    with on_day(date(2026, 7, 10)):  # recorded on their days: the statement of 10 July reads them (issue 17 §1)
+        void = counter.payment_void(acting_user=staff["supervisor"], payment=receipt.payment, reason="Cheque devuelto",
+                                    voided_on=date(2026, 7, 10))
     (reversal,) = void.reversals.all()
     assert credit >= D("20.00") and (reversal.kind, reversal.principal.amount) == ("refund", D("20.00"))
     assert accounts.account_state(parcel=p3, as_of=date(2026, 7, 10)).state.credit_balance == D("0.00")
