@@ -77,12 +77,14 @@ def test_a_supervisor_voids_a_bounced_check_after_a_correction(visit, monkeypatc
         page.get_by_role("link", name="Descargar el recibo (PDF)").click()
     path = tmp_path / "recibo.pdf"
     download_info.value.save_as(path)
+    download_info.value.save_as("/tmp/void-after-correction-receipt.pdf")
     text = "".join(p.extract_text() for p in PdfReader(io.BytesIO(path.read_bytes())).pages)
     assert "ANULADO" in text and receipt.display_number in text and "$6,930.90" in text
 
     # the statement: July unpaid with 3 periods of surcharge, January unpaid, the reversal listed
     visit.go(f"/colecturia/predio/{p4.pk}/estado/")
     statement = page.inner_text("main")
+    page.screenshot(path="/tmp/void-after-correction-statement.png", full_page=True)
     assert "$103.21" in statement and "$6,984.11" in statement  # 6,880.90 + 103.21
     assert "Crédito aplicado revertido por la anulación del pago del 10/07/2026, 20/11/2026: −$50.00" in statement
     assert "Devolución revertida por la anulación del pago del 10/07/2026, 20/11/2026" in statement
@@ -91,6 +93,7 @@ def test_a_supervisor_voids_a_bounced_check_after_a_correction(visit, monkeypatc
     page.get_by_role("link", name="Libro de la cuenta").click()
     page.wait_for_load_state()
     visit.check()
+    page.screenshot(path="/tmp/void-after-correction-ledger.png", full_page=True)
     assert page.inner_text("#ledger-balance") == "$13,761.80"
     assert page.inner_text("#ledger-statement") == (
         "saldo total $13,865.01 − recargo sin pagar $103.21 − crédito $0.00 = $13,761.80")
