@@ -28,7 +28,7 @@ from django.urls import reverse
 
 from billing import accounts
 from billing.portal import CLAIM_FAILURE_LIMIT
-from billing.portal_forms import PASSWORD_RESET_PER_CLIENT, PASSWORD_RESET_PER_EMAIL
+from billing.web.portal import PASSWORD_RESET_PER_CLIENT, PASSWORD_RESET_PER_EMAIL
 from lajas_portal.settings import cache_settings
 from parcels.middleware import client_ip
 from parcels.services import user_create
@@ -460,7 +460,7 @@ def test_a_roll_export_cut_half_way_is_a_500_not_a_shorter_file(hacienda_client,
 
 @pytest.mark.django_db
 def test_the_delinquent_csv_cut_half_way_is_a_500_not_a_shorter_file(hacienda_client, monkeypatch):
-    from billing import hacienda_views
+    from billing.web import hacienda as hacienda_views
 
     url = reverse("collections:delinquent") + "?format=csv&as_of=2026-09-02"
     whole = hacienda_client.get(url)

@@ -15,10 +15,10 @@ from parcels.access import owner_ids_for_user
 from parcels.models import Parcel
 from parcels.roles import LANDOWNER, STAFF_ROLES, has_role
 
-from .accounts import account_states, delinquency_parameters
-from .models import Receipt
-from .portal import installment_bills
-from .wording import rate_label
+from ..accounts import account_states, delinquency_parameters
+from ..models import Receipt
+from ..portal import installment_bills
+from ..wording import rate_label
 
 
 def _landowner_rows(parcels: list[Parcel]) -> list[dict]:
