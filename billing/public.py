@@ -49,9 +49,10 @@ def code_key(typed: str) -> str:
     return "".join(ch for ch in typed.upper() if ch.isalnum())
 
 
-def _candidates(typed: str) -> list[Parcel]:
+def parcel_candidates(typed: str) -> list[Parcel]:
     """Parcels whose number is the one typed, with or without its prefix and dashes
-    ("LAJ-000123", "laj000123", "000123"): it ends the stored number's letters and digits."""
+    ("LAJ-000123", "laj000123", "000123"): it ends the stored number's letters and digits. The
+    claim of a portal account (``billing.portal``) reads the number the same way."""
     key = code_key(typed)
     if not key:
         return []
@@ -69,7 +70,7 @@ def _refused(code: str) -> LookupRefused:
 def lookup(*, parcel_id: str, access_code: str, client: str) -> Found:
     """The parcel of the typed cadastre number whose current owner's access code was typed;
     ``LookupRefused`` otherwise (or when throttled, checked before the code)."""
-    candidates = _candidates(parcel_id)
+    candidates = parcel_candidates(parcel_id)
     subject = f"pk:{candidates[0].pk}" if len(candidates) == 1 else "typed:" + code_key(parcel_id)
     by_parcel = {"scope": "owed-parcel", "subject": subject, "limit": FAILURE_LIMIT}
     by_client = {"scope": "owed-client", "subject": client, "limit": CLIENT_FAILURE_LIMIT}
