@@ -64,13 +64,14 @@ def home(request: HttpRequest) -> HttpResponse:
         )
         params = delinquency_parameters(timezone.localdate())
         rows = _landowner_rows(list(parcels))
-        # ¶13: where to pay, as the bills print it (the office they name, its address, phone, hours)
+        # ¶13: where to pay, as the bills print it (the office they name, its address, phone, hours);
+        # not its ways to pay, written for the bill ("bring this bill")
         office = office_snapshot(bill_office())
         lang = "en" if (get_language() or "").startswith("en") else "es"
         return render(request, "parcels/home_landowner.html", {
             "rows": rows, **_landowner_totals(rows), "receipts": receipts, "grace_days": params.grace_days,
             "rate": rate_label(params.surcharge_rate), "office": office,
             "office_address": ", ".join(office.address_block[1:]) if office else "",
-            "office_hours": office.hours(lang) if office else "", "office_ways": office.ways_to_pay(lang) if office else "",
+            "office_hours": office.hours(lang) if office else "",
         })
     return render(request, "parcels/home_norole.html", status=403)

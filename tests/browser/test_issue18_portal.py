@@ -12,6 +12,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 from django.contrib.auth import get_user_model
 
@@ -21,7 +23,7 @@ from billing.portal import CLAIM_FAILURE_LIMIT
 from parcels.models import Owner
 from parcels.services import user_create
 from tests.browser.test_journeys import OCTOBER_15
-from tests.browser.test_phone import HEIGHT, WIDTH, _district, _look, _open
+from tests.browser.test_phone import HEIGHT, SHOTS, WIDTH, _district, _look, _open
 from tests.factories import OwnerFactory, ParcelFactory
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -80,6 +82,8 @@ def test_a_strangers_wrong_tries_from_elsewhere_never_stop_the_owner_who_types_0
     # Then even the right code is refused from there, saying why.
     _claim(visit, "000006", code, "extrano@example.pr")
     refused = page.locator("#error-summary").inner_text()
+    if SHOTS:
+        page.screenshot(path=os.path.join(SHOTS, "es-pr-issue18-claim-stranger-stopped.png"), full_page=True)
     assert "Hubo demasiados intentos fallidos desde su conexión" in refused
     assert not get_user_model().objects.filter(username__startswith="extrano").exists()
 
@@ -150,6 +154,7 @@ def test_the_landowners_home_says_where_to_pay_as_the_bill_does_and_names_her(vi
     for label in (("Address", "Hours", "Phone") if english else ("Dirección", "Horario", "Teléfono")):
         assert label in text, (label, text)
     assert page.locator("#where-to-pay a[href='tel:7878992020']").count() == 1
+    assert "este aviso" not in text and "this bill" not in text  # the office's ways to pay are written for the bill
     # the same office, address and hours the bill prints (billing.services.bills.office_snapshot)
     from billing.services.bills import bill_office, office_snapshot
 
