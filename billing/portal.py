@@ -40,6 +40,7 @@ from django.utils.translation import gettext as _
 from parcels import throttle
 from parcels.models import Owner, Parcel
 from parcels.roles import LANDOWNER
+from parcels.search import CodeKey, code_matches
 from parcels.services import acting, user_create
 
 from .documents import portal_access_code
@@ -75,14 +76,34 @@ def access_code_matches(*, parcel: Parcel, typed: str) -> bool:
     return hmac.compare_digest(access_code_normalize(typed).encode(), expected.encode())
 
 
+# --- The cadastre number as typed ---------------------------------------------------------------
+
+CANDIDATES = 20
+
+
+def code_key(typed: str) -> str:
+    """A cadastre number as the search compares it: letters and digits, upper case."""
+    return "".join(ch for ch in typed.upper() if ch.isalnum())
+
+
+def parcel_candidates(typed: str) -> list[Parcel]:
+    """Parcels whose number is the one typed, with or without its prefix and dashes
+    ("LAJ-000123", "laj000123", "000123"): it ends the stored number's letters and digits. The
+    claim here and the public "¿cuánto debo?" (``billing.public``) read the number this way."""
+    key = code_key(typed)
+    if not key:
+        return []
+    rows = (Parcel.objects.select_related("owner").filter(code_matches("parcel_id", key))
+            .annotate(key=CodeKey("parcel_id")).order_by("parcel_id")[:CANDIDATES])
+    return [parcel for parcel in rows if parcel.key == key or (parcel.key.endswith(key) and not parcel.key[-len(key) - 1].isdigit())]
+
+
 # --- Claim throttling ------------------------------------------------------------------------
 
 
 def _claim_subject(*, parcels: list[Parcel], typed_parcel_id: str) -> str:
     """One counter per parcel whatever the spelling; a number that names no single parcel counts
     under its letters and digits, so a refusal looks the same whether or not the parcel exists."""
-    from .public import code_key
-
     return f"pk:{parcels[0].pk}" if len(parcels) == 1 else "typed:" + code_key(typed_parcel_id)
 
 
@@ -101,8 +122,6 @@ def account_claim(*, parcel_id: str, access_code: str, email: str, password: str
     Raises ``ClaimRefused``: ``mismatch`` (one message whether the parcel or the code was wrong),
     ``throttled`` (too many failures from this address in the hour, or for this parcel in the day,
     checked before the code), or ``exists`` (an account already uses that email)."""
-    from .public import parcel_candidates  # billing.public reads codes with this module's helpers
-
     email = email_normalize(email)
     candidates = parcel_candidates(parcel_id)
     by_client = {"scope": "portal-claim-client", "subject": client, "limit": CLAIM_FAILURE_LIMIT}
