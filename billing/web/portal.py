@@ -55,19 +55,20 @@ PASSWORD_RESET_WINDOW_SECONDS = 60 * 60
 
 
 class ClaimForm(forms.Form):
-    """What the landowner types: the parcel and code from the bill, their email and a password.
+    """What the landowner types: the parcel and code from the bill (*aviso de contribución*), their
+    email and a password.
 
     Only shape is checked here (required fields, email, matching passwords, password strength);
     whether the parcel and code agree is the service's decision, so that it can count failures."""
 
     parcel_id = forms.CharField(
         label=gettext_lazy("Número de catastro"), max_length=40,
-        help_text=gettext_lazy("Como aparece en su factura, por ejemplo LAJ-000123."),
+        help_text=gettext_lazy("Como aparece en su aviso de contribución, con o sin el prefijo y los guiones (por ejemplo LAJ-000123 o 000123)."),
         widget=forms.TextInput(attrs={"autocomplete": "off", "spellcheck": "false", "autocapitalize": "characters"}),
     )
     access_code = forms.CharField(
         label=gettext_lazy("Código de acceso"), max_length=20,
-        help_text=gettext_lazy("Por ejemplo ABCDE-23456: diez letras y números impresos en su factura."),
+        help_text=gettext_lazy("Por ejemplo ABCDE-23456: diez letras y números impresos en su aviso de contribución."),
         widget=forms.TextInput(attrs={"autocomplete": "one-time-code", "spellcheck": "false", "autocapitalize": "characters"}),
     )
     email = forms.EmailField(
@@ -191,6 +192,7 @@ def claim(request: HttpRequest) -> HttpResponse:
         try:
             user = portal.account_claim(
                 parcel_id=data["parcel_id"], access_code=data["access_code"], email=data["email"], password=data["password1"],
+                client=client_ip(request),
             )
         except ValidationError as exc:
             form.add_error(None, exc)
