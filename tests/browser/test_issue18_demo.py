@@ -54,7 +54,10 @@ def test_demo_reaches_the_auction_notice_and_the_nothing_to_pay_notice(visit):
         visit.page.wait_for_load_state()
     visit.check()
     auction = SeizureStep.objects.get(kind="auction", case__parcel=seized)
-    assert auction.number in visit.page.inner_text("main")
+    message = visit.page.get_by_text(auction.number).first  # the success message, before the steps' table
+    assert "Aviso de subasta" in message.inner_text()
+    box = message.bounding_box()
+    assert box is not None and box["y"] + box["height"] <= PHONE["height"]  # said on the first screen
     visit.page.screenshot(path="/tmp/issue18-demo-auction-390.png", full_page=True)
     link = visit.page.locator(f"a:has(span:text-is(' {auction.number}'))")
     pdf = _download(visit, link.get_attribute("href"))
@@ -70,7 +73,7 @@ def test_demo_reaches_the_auction_notice_and_the_nothing_to_pay_notice(visit):
     visit.go(f"/colecturia/predio/{zero.parcel.pk}/estado/")
     visit.page.screenshot(path="/tmp/issue18-demo-zero-notice-390.png", full_page=True)
     link = visit.page.get_by_role("link", name=f"{zero.number} (PDF)")
-    assert link.is_visible()
+    assert link.is_visible() and "Documentos emitidos" in visit.page.inner_text("main")
     text = _pdf_text(_download(visit, link.get_attribute("href")))
     assert zero.number in text and zero.parcel.parcel_id in text
     assert "Aviso anual: nada que pagar" in text and "Nada que pagar en el año fiscal 2026-2027." in text

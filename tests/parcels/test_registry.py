@@ -218,7 +218,7 @@ def test_seed_demo_reaches_every_document(capsys):
     assert bill.charge.number == 2 and "Total to pay" in _pdf_text(bill.document.pdf)
     estado = AccountStatement.objects.get(parcel=parcel, channel="portal")
     assert "Account statement" in _pdf_text(estado.document.pdf)
-    assert f"LAJ-000082 (Margaret Ellison, user mellison): {bill.number}, {receipt.display_number}, {estado.number}" in (
+    assert f"LAJ-000082 (Margaret Ellison, user mellison): bill {bill.number}, receipt {receipt.display_number}, estado {estado.number}" in (
         where["English-language owner"])
     # ¶13: a check the bank returned, voided by the supervisor; its receipt stays, stamped ANULADO
     void = PaymentVoid.objects.get()
