@@ -19,6 +19,7 @@ from billing.models import (
     AccountStatement,
     Bill,
     Charge,
+    GiveBack,
     LastDayMove,
     OfficeClosure,
     Payment,
@@ -345,6 +346,7 @@ class Command(BaseCommand):
         closure = OfficeClosure.objects.order_by("pk").first()
         say("office closure (¶12)", closure and (
             f"{closure.day:%d/%m/%Y}, {LastDayMove.objects.filter(closure=closure).count():,} last days moved, "
+            f"${sum(back.surcharge.amount for back in GiveBack.objects.filter(closure=closure)):,.2f} of surcharge given back, "
             f"{site}{reverse('collections:closures')}"))
         for what in getattr(self, "left_out", []):
             lines.append(f"  not built on today's date: {what}")
