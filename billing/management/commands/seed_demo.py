@@ -237,11 +237,11 @@ class Command(BaseCommand):
                           water_since=water_since, credit_percent=credit)
 
     def seed_documents(self) -> None:
-        """Each through its service, by the role that does it, dated on the demo's clock (today):
-        a closure on the July half's last day (a storm), a roll correction, a voided receipt, a
-        seizure case whose 30-day term has run (the auction notice is the next step), and the
-        English-language owner's receipt, bill and estado. What today's date does not allow yet
-        (a demo built before the season) is left out and said so."""
+        """Each through its service, by the role that does it, recorded today: a closure on the
+        July half's last day (a storm), a roll correction, a voided receipt, and the
+        English-language owner's receipt, bill and estado (the seizure case past its term is
+        step 3's, on its days). What today's date does not allow yet (a demo built before the
+        season) is left out and said so."""
         users = {user.username: user for user in get_user_model().objects.filter(username__in=[u for u, _ in DEMO_USERS])}
         today = timezone.localdate()
         july = Charge.objects.filter(kind=Charge.Kind.INSTALLMENT, number=1, fiscal_year__label="2026-2027").order_by("pk").first()
