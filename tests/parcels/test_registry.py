@@ -215,7 +215,8 @@ def test_seed_demo_reaches_every_document(capsys):
     receipt = Receipt.objects.get(payment__parcel=parcel)
     assert receipt.payment.backdated and bytes(receipt.document.pdf).startswith(b"%PDF")
     bill = Bill.objects.get(parcel=parcel)
-    assert bill.charge.number == 2 and "Total to pay" in _pdf_text(bill.document.pdf)
+    assert bill.charge.number == 2 and "Total to pay" in (bill_text := _pdf_text(bill.document.pdf))
+    assert "(787) 555-0134" in bill_text  # ¶13: the office the bill names, with the demo office's phone
     estado = AccountStatement.objects.get(parcel=parcel, channel="portal")
     assert "Account statement" in _pdf_text(estado.document.pdf)
     assert f"LAJ-000082 (Margaret Ellison, user mellison): bill {bill.number}, receipt {receipt.display_number}, estado {estado.number}" in (

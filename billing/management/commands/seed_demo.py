@@ -21,6 +21,7 @@ from billing.models import (
     Charge,
     GiveBack,
     LastDayMove,
+    Office,
     OfficeClosure,
     Payment,
     PaymentVoid,
@@ -33,6 +34,7 @@ from billing.services.collection import office_closure_record, seizure_step_issu
 from billing.services.corrections import roll_correction_create
 from billing.services.counter import payment_record
 from billing.services.installments import roll_finalize
+from billing.services.offices import office_update
 from billing.services.statements import statement_get_or_issue
 from billing.services.voids import payment_void
 from levy.models import FiscalYear, RollCorrection, RollLine
@@ -43,6 +45,7 @@ from parcels.roles import STAFF_ROLES
 from parcels.second_factor import demo_totp_device_set, totp_secret
 from parcels.services import owner_create, parcel_create, parcels_import, staff_profile_set, user_create
 
+DEMO_OFFICE_PHONE = "(787) 555-0134"
 DEMO_USERS = [
     ("autoridad", "authority"),
     ("hacienda", "hacienda"),
@@ -144,6 +147,10 @@ class Command(BaseCommand):
                            "the code: any TOTP app, or `make totp USER=<username>`):")
         for line in lines:
             self.stdout.write(line)
+        office = Office.objects.filter(code="LAJ", phone="").first()
+        if office is not None:  # ¶13: the office's phone, on bills and the portal (a 555 number: fictitious)
+            supervisor = get_user_model().objects.get(username="supervisor")
+            office_update(acting_user=supervisor, office=office, phone=DEMO_OFFICE_PHONE)
         built = self.seed_levy_and_payments()
         started = self.step(5, "the documents a newcomer looks for")
         if built:
