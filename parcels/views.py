@@ -33,7 +33,10 @@ CHANGES = "changes"  # the audit page's event type for the registry history (the
 def parcel_list(request: HttpRequest) -> HttpResponse:
     filterset = selectors.parcel_list(params=request.GET)
     page = Paginator(filterset.qs, PAGE_SIZE).get_page(request.GET.get("page"))
-    return render(request, "parcels/parcel_list.html", {"filter": filterset, "page": page})
+    searched = any(request.GET.get(name) for name in (*filterset.form.fields, "page"))
+    return render(request, "parcels/parcel_list.html", {
+        "filter": filterset, "page": page, "searched": searched, "active_filters": filterset.filters_applied(),
+    })
 
 
 @login_required
