@@ -224,8 +224,9 @@ TEMPLATE_COLUMNS = (
 
 
 def template_csv() -> bytes:
-    """The file to start from: every column and two example rows, UTF-8 with a BOM so that Excel
-    shows the accents right (``parse_parcel_csv`` skips the BOM)."""
+    """The file to start from: every column and the example rows (EJEMPLO-…, refused on import
+    until replaced), UTF-8 with a BOM so that Excel shows the accents right (``parse_parcel_csv``
+    skips the BOM)."""
     out = io.StringIO(newline="")
     writer = csv.writer(out, lineterminator="\r\n")
     writer.writerow(TEMPLATE_COLUMNS)
