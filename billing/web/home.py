@@ -18,6 +18,7 @@ from parcels.roles import LANDOWNER, STAFF_ROLES, has_role
 from ..accounts import account_states, delinquency_parameters
 from ..models import Receipt
 from ..portal import installment_bills
+from ..selectors import open_seizures
 from ..wording import rate_label
 
 
@@ -62,8 +63,12 @@ def home(request: HttpRequest) -> HttpResponse:
         )
         params = delinquency_parameters(timezone.localdate())
         rows = _landowner_rows(list(parcels))
+        # ¶14, issue 18: an open seizure case of one of his parcels comes first
+        seizures = open_seizures(parcels=[row["parcel"] for row in rows], owed={row["parcel"].pk: row["owed_now"] for row in rows},
+                                 today=timezone.localdate())
         return render(request, "parcels/home_landowner.html", {
-            "rows": rows, **_landowner_totals(rows), "receipts": receipts, "grace_days": params.grace_days,
+            "rows": rows, **_landowner_totals(rows), "receipts": receipts, "grace_days": params.grace_days, "seizures": seizures,
+            "today": timezone.localdate(),
             "rate": rate_label(params.surcharge_rate),
         })
     return render(request, "parcels/home_norole.html", status=403)

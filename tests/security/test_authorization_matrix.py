@@ -226,6 +226,9 @@ MATRIX: dict[str, Route] = {
     "portal:installment-bill": Route(get=post_only(ON_DEMAND), targets=lambda w: [{"pk": first_installment(w, "A2")}],
                                      post_roles=ON_DEMAND),
     "portal:statement-pdf": Route(get=post_only(ON_DEMAND), targets=lambda w: pk(w.parcels["A1"]), post_roles=ON_DEMAND),
+    # a seizure step's stored PDF (issue 18): money staff and the parcel's owner; the world's step is
+    # B1's, so landowner A gets 404 (the owner's own is opened in tests/browser/test_issue18_seizure.py)
+    "portal:seizure-pdf": Route(get={**by_role(MONEY_READERS), "landowner": 404}, targets=lambda w: pk(w.extra["seizure_step"])),
     # the public "¿cuánto debo?": a form for anyone; a POST with the right code shows the statement
     "owed:lookup": Route(get=public()),
     "verify:document": Route(get=public(), targets=lambda w: [
