@@ -171,3 +171,60 @@ def test_the_seizure_step_is_issued_only_from_its_review_and_the_certificate_wai
     assert review_page.status_code == 200 and notice.number in review_page.content.decode()
     assert client.post(url, {"kind": "certificate", review.FIELD: review_page.context["fingerprint"]}).status_code == 302
     assert SeizureStep.objects.filter(kind="certificate").count() == 1
+
+
+@pytest.mark.django_db
+def test_the_review_pages_and_the_owners_alert_are_valid_html(client, district_1, staff, monkeypatch, tmp_path, make_user,
+                                                             owner_a):
+    """The Nu HTML Checker (tests/test_html_valid.py) on the pages of point 2 and 13, both languages:
+    they are POST answers and pages of a parcel under seizure, not in the GET sweep."""
+    from tests.test_html_valid import need_java, nu_errors
+
+    need_java()
+    p4 = Parcel.objects.get(parcel_id="P4")
+    landowner = make_user("dueno_a", "landowner", owner=owner_a)
+    at(monkeypatch, date(2026, 9, 15))
+    counter.payment_record(acting_user=staff["collector"], parcel=p4, amount=D("7000.21"))
+    at(monkeypatch, date(2027, 1, 20))  # January's half is late now: a notice can be issued
+    collection.seizure_step_issue(acting_user=staff["hacienda"], parcel=p4, kind="notice")
+    pages = {}
+    for language in ("es-pr", "en"):
+        client.cookies["django_language"] = language
+        client.force_login(staff["hacienda"])
+        pages[f"{language}-seizure"] = client.get(reverse("collections:seizure", args=[p4.pk]))
+        pages[f"{language}-notice-review"] = client.post(reverse("collections:seizure", args=[Parcel.objects.get(parcel_id="P2").pk]),
+                                                         {"kind": "notice"})
+        pages[f"{language}-correction-review"] = client.post(reverse("levy:corrections", args=["2026-2027"]), {
+            "parcel_id": "P4", "om_charge_delta": "-1000.00", "credit_delta": "0", "reason": "Mensura"})
+        client.force_login(landowner)
+        pages[f"{language}-home"] = client.get(reverse("home"))
+        pages[f"{language}-statement"] = client.get(reverse("billing:statement", args=[p4.pk]))
+    for name, response in pages.items():
+        assert response.status_code == 200, (name, response.status_code)
+        (tmp_path / f"{name}.html").write_text(response.content.decode(), encoding="utf-8")
+    assert "seizure-alert" in pages["es-pr-home"].content.decode() and "seizure-document" in pages["en-statement"].content.decode()
+    errors = nu_errors(tmp_path)
+    assert not errors, "\n".join(errors)
+
+
+@pytest.mark.django_db
+def test_the_owner_is_told_when_the_term_ran_out_and_only_he_opens_the_notice(client, district_1, staff, monkeypatch, make_user,
+                                                                             owner_a, owner_b):
+    """¶14: P4's notice of 10 September 2026 (term to 10 October). On 20 October the owner's home
+    says the term ran out and what stops the procedure: paying what is owed today (July 6,930.90
+    + two ½ % periods begun, 1 September and 1 October, ¶12: 69.31 → 7,000.21), beside the
+    6,965.55 the notice claimed on 10 September (one period begun)."""
+    p4 = Parcel.objects.get(parcel_id="P4")
+    at(monkeypatch, date(2026, 9, 10))
+    notice = collection.seizure_step_issue(acting_user=staff["hacienda"], parcel=p4, kind="notice")
+    at(monkeypatch, date(2026, 10, 20))
+    client.force_login(make_user("dueno_a", "landowner", owner=owner_a))
+    html = client.get(reverse("home")).content.decode()
+    assert "El plazo para pagar venció el 10 de octubre de 2026." in html
+    assert "hoy, $7,000.21" in html and f"El documento {notice.number} reclama $6,965.55" in html
+    assert html.index("seizure-alert") < html.index("summary-box")  # first, before the amounts
+    pdf = client.get(reverse("portal:seizure-pdf", args=[notice.pk]))
+    assert pdf.status_code == 200 and pdf.content == bytes(notice.pdf)
+    client.force_login(make_user("dueno_b", "landowner", owner=owner_b))
+    assert client.get(reverse("portal:seizure-pdf", args=[notice.pk])).status_code == 404
+    assert "seizure-alert" not in client.get(reverse("home")).content.decode()
