@@ -13,7 +13,7 @@ from django.shortcuts import get_object_or_404
 from parcels.access import NotYours, get_parcel_for_user
 from parcels.roles import AUDITOR, COLLECTOR, HACIENDA, LANDOWNER, SUPERVISOR, has_role
 
-from .models import IssuedDocument, Receipt
+from .models import IssuedDocument, Receipt, SeizureStep
 
 # Staff who read any receipt or statement. The registry staff (authority) keep parcels, not money.
 RECEIPT_STAFF = (COLLECTOR, SUPERVISOR, HACIENDA, AUDITOR)
@@ -39,3 +39,14 @@ def get_document_for_user(user: Any, pk: int) -> IssuedDocument:
     except NotYours:
         raise NotYours(document.kind, pk) from None
     return document
+
+
+def get_seizure_step_for_user(user: Any, pk: int) -> SeizureStep:
+    """A seizure step (¶14, with its stored PDF) for money staff or the parcel's current owner
+    (the debt and its procedure stay with the land, ¶11); anyone else gets 404."""
+    step = get_object_or_404(SeizureStep.objects.select_related("case"), pk=pk)
+    try:
+        get_parcel_for_user(user, step.case.parcel_id)
+    except NotYours:
+        raise NotYours("seizure", pk) from None
+    return step

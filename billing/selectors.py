@@ -304,3 +304,54 @@ def owed_today_holds_through(*, parcel: Parcel, as_of: date) -> date | None:
 
     account = account_states(parcels=[parcel], as_of=as_of, roll_lines=False)[parcel.pk]
     return rules.owed_today_holds_through(account=account.state)
+
+
+# --- an open seizure procedure, as its landowner reads it (¶14, issue 18) ------------------------
+
+
+@dataclass(frozen=True)
+class OpenSeizure:
+    """¶14: a parcel's open seizure case with its steps, oldest first, for the alert the owner's
+    home and statement show first: what the notice claimed, until when it may be paid (the
+    notice's 30-day term) and what the parcel owes today (paying it all stops the procedure)."""
+
+    parcel: Parcel
+    steps: tuple[Any, ...]  # SeizureStep, issued order
+    owed_now: Decimal
+    today: date
+
+    @property
+    def notice(self) -> Any:
+        return next((step for step in self.steps if step.kind == "notice"), None)
+
+    @property
+    def last(self) -> Any:
+        return self.steps[-1]
+
+    @property
+    def claimed(self) -> Decimal:
+        """What the latest step says is owed on its date (its frozen debt)."""
+        return Decimal(self.last.debt["total_due"])
+
+    @property
+    def term_ends(self) -> date | None:
+        return self.notice.term_ends if self.notice else None
+
+    @property
+    def term_running(self) -> bool:
+        """Whether the notice's term to pay still runs today (its last day included)."""
+        return self.term_ends is not None and self.today <= self.term_ends
+
+
+def open_seizures(*, parcels: list[Parcel], owed: dict[int, Decimal], today: date) -> list[OpenSeizure]:
+    """Every open seizure case of ``parcels`` (``owed``: each parcel's amount owed ``today``, by
+    pk), in parcel order; two queries."""
+    from .models import SeizureCase, SeizureStep
+
+    by_pk = {parcel.pk: parcel for parcel in parcels}
+    cases = {case.pk: case.parcel_id for case in SeizureCase.objects.filter(parcel_id__in=by_pk, status=SeizureCase.Status.OPEN)}
+    steps: dict[int, list[Any]] = {}
+    for step in SeizureStep.objects.filter(case_id__in=cases).defer("pdf").order_by("issued_on", "id"):
+        steps.setdefault(cases[step.case_id], []).append(step)
+    return [OpenSeizure(parcel=parcel, steps=tuple(steps[parcel.pk]), owed_now=owed.get(parcel.pk, ZERO), today=today)
+            for parcel in parcels if steps.get(parcel.pk)]

@@ -4,6 +4,7 @@ seizure procedure of an unpaid levy (¶14)."""
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass
 from datetime import date, timedelta
 from typing import Any
 
@@ -109,36 +110,123 @@ def certificate_issue(*, acting_user: Any, parcel: Parcel, as_of: date) -> DebtC
     return certificate
 
 
+SEIZURE_TERM_DAYS = 30  # ¶14: the notice's term to pay before the seizure is certified
+SEIZURE_ORDER = (SeizureStep.Kind.NOTICE, SeizureStep.Kind.CERTIFICATE, SeizureStep.Kind.AUCTION)
+
+
+@dataclass(frozen=True)
+class SeizureNext:
+    """¶14: the step a parcel's procedure takes next (``kind`` None: the open case has its three
+    steps) and the first day it may be issued: a certificate waits for the day after the notice's
+    30-day term (``available_on``), the other steps may be issued at once."""
+
+    kind: str | None
+    available_on: date | None
+    case: SeizureCase | None
+    notice: SeizureStep | None
+
+    def available(self, on: date) -> bool:
+        return self.kind is not None and (self.available_on is None or on >= self.available_on)
+
+
+def seizure_step_next(*, parcel: Parcel) -> SeizureNext:
+    """¶14: reads only; what ``seizure_step_issue`` would accept next for ``parcel``."""
+    case = SeizureCase.objects.filter(parcel=parcel, status=SeizureCase.Status.OPEN).first()
+    if case is None:
+        return SeizureNext(kind=SeizureStep.Kind.NOTICE, available_on=None, case=None, notice=None)
+    steps = list(case.steps.defer("pdf", "debt"))
+    notice = next((step for step in steps if step.kind == SeizureStep.Kind.NOTICE), None)
+    kind = SEIZURE_ORDER[len(steps)] if len(steps) < len(SEIZURE_ORDER) else None
+    available_on = None
+    if kind == SeizureStep.Kind.CERTIFICATE and notice is not None and notice.term_ends is not None:
+        available_on = notice.term_ends + timedelta(days=1)
+    return SeizureNext(kind=kind, available_on=available_on, case=case, notice=notice)
+
+
+def _seizure_refusal(*, acting_user: Any, parcel: Parcel, kind: str, on: date, debt: Any) -> str:
+    """Why ``kind`` cannot be issued for ``parcel`` on ``on`` (empty when it can)."""
+    if not has_role(acting_user, HACIENDA):
+        return _("Solo Hacienda lleva el procedimiento de embargo.")
+    if debt.total_due <= 0:
+        return _("La cuenta no tiene deuda: el procedimiento de embargo se detiene.")
+    following = seizure_step_next(parcel=parcel)
+    if following.case is None and kind != SeizureStep.Kind.NOTICE:
+        return _("El procedimiento empieza con la notificación de embargo.")
+    if kind != following.kind:
+        return _("El próximo paso del procedimiento es otro.")
+    if not following.available(on):
+        notice = following.notice
+        return _("El plazo de 30 días de la notificación vence el %(d)s.") % {"d": notice.term_ends.strftime("%d/%m/%Y")}
+    return ""
+
+
+@dataclass(frozen=True)
+class SeizureStepPreview:
+    """¶14: what issuing a step on ``on`` records, read before it is issued (nothing written): the
+    debt it freezes, its term, the officer who signs it and the language it is written in."""
+
+    parcel: Parcel
+    kind: str
+    on: date
+    term_ends: date | None
+    debt: Any  # accounts.Statement as of ``on``
+    case: SeizureCase | None  # the open case; None: the notice opens one
+    notice: SeizureStep | None
+    officer_name: str
+    officer_title: str
+    language: str
+
+    @property
+    def kind_label(self) -> str:
+        return str(SeizureStep.Kind(self.kind).label)
+
+    def figures(self) -> tuple[Any, ...]:
+        """What the review page shows and its confirmation carries (``parcels.review``)."""
+        debt = self.debt
+        return (self.parcel.pk, self.kind, self.on, self.term_ends, self.case.pk if self.case else None, debt.total_due,
+                debt.total_balance, debt.credit_balance, self.officer_name, self.officer_title, self.language,
+                tuple((line.fiscal_year, line.number, line.kind, line.principal, line.surcharge, line.paid, line.balance)
+                      for line in debt.lines if line.balance > 0))
+
+
+def seizure_step_preview(*, acting_user: Any, parcel: Parcel, kind: str, on: date | None = None) -> SeizureStepPreview:
+    """¶14: every figure ``seizure_step_issue`` would freeze, nothing written (the review page).
+    Raises ``BillingError`` when the step would be refused."""
+    on = on or timezone.localdate()
+    parcel = Parcel.objects.select_related("owner").get(pk=parcel.pk)
+    debt = statement(parcel=parcel, as_of=on)
+    refusal = _seizure_refusal(acting_user=acting_user, parcel=parcel, kind=kind, on=on, debt=debt)
+    if refusal:
+        raise BillingError(refusal)
+    officer_name, officer_title = _signature(acting_user)
+    following = seizure_step_next(parcel=parcel)
+    return SeizureStepPreview(
+        parcel=parcel, kind=kind, on=on, term_ends=on + timedelta(days=SEIZURE_TERM_DAYS) if kind == SeizureStep.Kind.NOTICE else None,
+        debt=debt, case=following.case, notice=following.notice, officer_name=officer_name, officer_title=officer_title,
+        language=parcel.owner.preferred_language,
+    )
+
+
 @transaction.atomic
 def seizure_step_issue(*, acting_user: Any, parcel: Parcel, kind: str, on: date | None = None) -> SeizureStep:
     """¶14: the next step of the seizure (*embargo*) procedure of property taxes for an unpaid levy:
     notice of attachment (30-day term), certificate of attachment (after the term), auction notice.
     Each step is numbered, dated, stored as a PDF with its verification code and QR, and signed
     with the officer's full name and title (frozen in ``debt``; refused without them); a paid debt
-    stops it."""
+    stops it. ``seizure_step_preview`` reads the same figures before (the review page)."""
     if not has_role(acting_user, HACIENDA):
         raise BillingError(_("Solo Hacienda lleva el procedimiento de embargo."))
     officer_name, officer_title = _signature(acting_user)
     on = on or timezone.localdate()
     parcel = Parcel.objects.select_for_update().select_related("owner").get(pk=parcel.pk)
-    case = SeizureCase.objects.filter(parcel=parcel, status=SeizureCase.Status.OPEN).first()
     debt = statement(parcel=parcel, as_of=on)
-    if debt.total_due <= 0:
-        raise BillingError(_("La cuenta no tiene deuda: el procedimiento de embargo se detiene."))
-    order = [SeizureStep.Kind.NOTICE, SeizureStep.Kind.CERTIFICATE, SeizureStep.Kind.AUCTION]
+    refusal = _seizure_refusal(acting_user=acting_user, parcel=parcel, kind=kind, on=on, debt=debt)
+    if refusal:
+        raise BillingError(refusal)
+    case = SeizureCase.objects.filter(parcel=parcel, status=SeizureCase.Status.OPEN).first()
     if case is None:
-        if kind != SeizureStep.Kind.NOTICE:
-            raise BillingError(_("El procedimiento empieza con la notificación de embargo."))
         case = SeizureCase.objects.create(parcel=parcel, opened_by=acting_user)
-    done = list(case.steps.values_list("kind", flat=True))
-    expected = order[len(done)] if len(done) < len(order) else None
-    if kind != expected:
-        raise BillingError(_("El próximo paso del procedimiento es otro."))
-    if kind == SeizureStep.Kind.CERTIFICATE:
-        notice = case.steps.get(kind=SeizureStep.Kind.NOTICE)
-        if on <= notice.term_ends:
-            raise BillingError(_("El plazo de 30 días de la notificación vence el %(d)s.") % {"d": notice.term_ends.strftime("%d/%m/%Y")})
-    term_ends = on + timedelta(days=30) if kind == SeizureStep.Kind.NOTICE else None
+    term_ends = on + timedelta(days=SEIZURE_TERM_DAYS) if kind == SeizureStep.Kind.NOTICE else None
     number = document_number(f"seizure_{kind}", {"notice": "NE", "certificate": "CE", "auction": "AS"}[kind], on)
     step = SeizureStep(case=case, kind=kind, number=number, issued_on=on, term_ends=term_ends, issued_by=acting_user, pdf=b"",
                        debt={**debt.to_json(), "officer_name": officer_name, "officer_title": officer_title,

@@ -11,6 +11,7 @@ are never touched.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
 from datetime import date
 from decimal import Decimal, InvalidOperation
 from typing import Any
@@ -25,7 +26,7 @@ from parcels.models import Parcel
 from parcels.roles import HACIENDA
 
 from .. import chain, rules
-from ..accounts import due_and_last_day, earlier_corrections, parcel_records
+from ..accounts import charge_key, charge_last_days, due_and_last_day, earlier_corrections, parcel_records
 from ..models import (
     Charge,
     CorrectionCharge,
@@ -35,7 +36,9 @@ from ..models import (
     PrincipalAdjustment,
     SeizureCase,
     Source,
+    charge_names,
 )
+from ..wording import charge_label
 
 ZERO = Decimal("0.00")
 
@@ -144,6 +147,160 @@ def _decimal(value: Any, *, what: str) -> Decimal | None:
     if not found.is_finite():
         raise LevyError(_("Cantidad inválida para %(w)s: «%(v)s».") % {"w": what, "v": value})
     return found
+
+
+@dataclass(frozen=True)
+class PreviewRow:
+    """One charge's part in a correction's preview: its key, its name in the reader's language and
+    the amounts (``surcharge``, ``principal``) of the entry that will name it."""
+
+    key: str
+    label: str
+    surcharge: Decimal
+    principal: Decimal
+    due: date | None = None  # a new charge's due date
+
+    @property
+    def amount(self) -> Decimal:
+        return self.surcharge + self.principal
+
+
+@dataclass(frozen=True)
+class CorrectionPreview:
+    """¶7, ¶9, ¶11, ¶12, ¶13: what ``roll_correction_create`` records, read before it happens
+    (nothing written): the plan (the line and each half before and after), the new charges and
+    the lowerings, the surcharge and principal each lowered charge gives back (``GiveBack``), the
+    *crédito aplicado* entries the freed money pays to the oldest open charges, what is left as
+    refundable credit, and what the account owes today before and after."""
+
+    roll_line: RollLine
+    made_on: date
+    reason: str
+    plan: rules.CorrectionPlan
+    number: int  # the correction's number in its roll once recorded
+    rises: tuple[PreviewRow, ...]  # new correction charges (principal: the rise)
+    lowerings: tuple[PreviewRow, ...]  # principal taken off existing charges
+    give_backs: tuple[PreviewRow, ...]  # surcharge given back and principal freed, per lowered charge
+    credit_applied: tuple[PreviewRow, ...]
+    credit_before: Decimal
+    credit_after: Decimal
+    owed_before: Decimal
+    owed_after: Decimal
+
+    @property
+    def freed(self) -> Decimal:
+        return sum((row.amount for row in self.give_backs), ZERO)
+
+    @property
+    def applied(self) -> Decimal:
+        return sum((row.amount for row in self.credit_applied), ZERO)
+
+    def figures(self) -> tuple[Any, ...]:
+        """What the review page shows and its confirmation carries (``parcels.review``)."""
+        plan = self.plan
+        rows = (self.rises, self.lowerings, self.give_backs, self.credit_applied)
+        return (self.roll_line.pk, self.made_on, self.reason, self.number, plan.old_charge, plan.new_charge, plan.old_credit,
+                plan.new_credit, plan.old_credit_percent, plan.new_credit_percent, plan.old_net, plan.new_net,
+                tuple((h.number, h.old, h.new, h.actions) for h in plan.halves),
+                tuple(tuple((r.key, r.surcharge, r.principal, r.due) for r in group) for group in rows),
+                self.credit_before, self.credit_after, self.owed_before, self.owed_after)
+
+
+def _owed(state: rules.LedgerState) -> Decimal:
+    return sum((c.balance for c in state.charges if c.due <= state.as_of), ZERO)
+
+
+def roll_correction_preview(
+    *, acting_user: Any, roll_line: RollLine, om_charge_delta: Decimal, credit_delta: Decimal | None = None, reason: str,
+    due_date: date | None = None, credit_percent: Decimal | None = None, made_on: date | None = None,
+) -> CorrectionPreview:
+    """¶7, ¶9, ¶11, ¶12, ¶13: every entry ``roll_correction_create`` would post, with amounts,
+    nothing written (the review page). The same checks and the same rules: the plan
+    (``rules.correction_plan``), then on the stored records with the new charges and lowerings
+    added in memory, ``rules.give_back_for`` for each lowered charge and ``rules.apply_freed_money``
+    for the money freed, as ``freed_money`` posts them. Raises ``LevyError`` as the writer would."""
+    from levy.models import LegalParameterSet
+
+    require_role(acting_user, HACIENDA)
+    if not roll_line.levy.is_final:
+        raise LevyError(_("Solo se corrige un padrón finalizado; un borrador se calcula de nuevo."))
+    if not reason.strip():
+        raise LevyError(_("Una corrección requiere una razón."))
+    on = made_on or timezone.localdate()
+    om_delta = _decimal(om_charge_delta, what=_("el cargo de O&M")) or ZERO
+    credit = _decimal(credit_delta, what=_("el crédito"))
+    percent = _decimal(credit_percent, what=_("el por ciento de crédito"))
+    try:
+        plan = correction_plan_for(roll_line=roll_line, made_on=on, om_charge_delta=om_delta, credit_delta=credit,
+                                   credit_percent=percent, due_date=due_date)
+    except rules.CorrectionRefused as refused:
+        raise LevyError(refusal_message(refused)) from None
+    except rules.BillingRuleError as error:
+        raise LevyError(str(error)) from None
+
+    parcel = Parcel.objects.get(pk=roll_line.parcel_id)
+    records, charges = parcel_records(parcels=[parcel])[parcel.pk]
+    schedule = LegalParameterSet.history().surcharge_schedule
+    before = records.state(as_of=on, schedule=schedule)
+    number = RollCorrection.objects.filter(roll_line__levy=roll_line.levy).count() + 1
+    label = roll_line.levy.fiscal_year.label
+    names = charge_names(charges.values())
+
+    def name(key: str) -> str:
+        charge = charges[key]
+        return charge_label(kind=charge.kind, fiscal_year=charge.fiscal_year.label, number=charge.number,
+                            description=charge.description, due_date=charge.due_date, **names[charge.pk])
+
+    new_charges: list[rules.ChargeRecord] = []
+    rises: list[PreviewRow] = []
+    lowered: dict[str, Decimal] = {}
+    labels: dict[str, str] = {}
+    for half in plan.halves:
+        for action in half.actions:
+            if isinstance(action, rules.RaiseHalf):
+                due, stored = due_and_last_day(due=action.due)
+                last_day = charge_last_days([(due, stored)])[(due, stored)]
+                key = f"C{10**12 - 3 + action.number:012d}"  # after every stored charge, as the new row's id will be
+                labels[key] = charge_label(kind=Charge.Kind.CORRECTION, fiscal_year=label, number=action.number,
+                                           correction=number)
+                new_charges.append(rules.ChargeRecord(key=key, principal=action.amount, due=due, last_day=last_day))
+                rises.append(PreviewRow(key=key, label=labels[key], surcharge=ZERO, principal=action.amount, due=due))
+            else:  # the plan names a charge ``C<pk>``; the records ``charge_key(pk)``
+                key = charge_key(int(action.charge_key[1:]))
+                lowered[key] = lowered.get(key, ZERO) + action.amount
+    lowerings = tuple(PreviewRow(key=key, label=name(key), surcharge=ZERO, principal=amount) for key, amount in lowered.items())
+    changed = tuple(
+        replace(charge, lowerings=(*charge.lowerings, rules.PrincipalLowering(entry_date=on, amount=lowered[charge.key])))
+        if charge.key in lowered else charge for charge in records.charges
+    )
+    after = replace(records, charges=changed + tuple(new_charges))
+    give_backs: list[PreviewRow] = []
+    backs: list[rules.GivenBack] = []
+    for key in lowered:
+        charge = next(c for c in after.charges if c.key == key)
+        back = rules.give_back_for(charge=charge, payments=after.payments, credit_applied=after.credit_applied,
+                                   given_back=after.given_back, reversals=after.reversals, on=on, schedule=schedule)
+        if back.freed <= 0:
+            continue
+        give_backs.append(PreviewRow(key=key, label=name(key), surcharge=back.surcharge_given_back, principal=back.principal_freed))
+        backs.append(rules.GivenBack(charge_key=key, entry_date=on, surcharge=back.surcharge_given_back,
+                                     principal=back.principal_freed, source=Source.CORRECTION, recorded=timezone.now()))
+    after = replace(after, given_back=after.given_back + tuple(backs))
+    applied: list[PreviewRow] = []
+    freed = sum((row.amount for row in give_backs), ZERO)
+    if freed > 0:
+        state = after.state(as_of=on, schedule=schedule)
+        entries, _left = rules.apply_freed_money(amount=min(freed, state.credit), open_charges=state.charges, on=on,
+                                                 source=Source.CORRECTION)
+        applied = [PreviewRow(key=e.charge_key, label=labels.get(e.charge_key) or name(e.charge_key), surcharge=e.surcharge,
+                              principal=e.principal) for e in entries]
+        after = replace(after, credit_applied=after.credit_applied + tuple(entries))
+    final = after.state(as_of=on, schedule=schedule)
+    return CorrectionPreview(
+        roll_line=roll_line, made_on=on, reason=reason.strip(), plan=plan, number=number, rises=tuple(rises), lowerings=lowerings,
+        give_backs=tuple(give_backs), credit_applied=tuple(applied), credit_before=before.credit, credit_after=final.credit,
+        owed_before=_owed(before), owed_after=_owed(final),
+    )
 
 
 @transaction.atomic

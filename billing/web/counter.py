@@ -35,7 +35,7 @@ from parcels.roles import COLLECTOR, HACIENDA, LANDOWNER, SUPERVISOR, has_role, 
 from .. import accounts, counter_status, documents, portal, selectors
 from ..access import RECEIPT_STAFF, get_document_for_user, get_receipt_for_user
 from ..errors import BillingError
-from ..models import DayClose, IssuedDocument, Office, Payment
+from ..models import DayClose, IssuedDocument, Office, Payment, SeizureCase, SeizureStep
 from ..services import counter as counter_services
 from ..services import voids as void_services
 
@@ -372,8 +372,10 @@ def statement(request: HttpRequest, pk: int) -> HttpResponse:
     today = timezone.localdate()
     form = StatementDateForm(request.GET or None, initial={"as_of": today})
     as_of = (form.cleaned_data.get("as_of") if form.is_bound and form.is_valid() else None) or today
+    shown = accounts.statement(parcel=parcel, as_of=as_of)
     return render(request, "billing/statement.html", {
-        "parcel": parcel, "statement": accounts.statement(parcel=parcel, as_of=as_of), "form": form, "today": today,
+        "parcel": parcel, "statement": shown, "form": form, "today": today,
+        **_seizure_context(parcel=parcel, today=today, owed_today=shown.total_due if as_of == today else None),
         "holds_through": selectors.owed_today_holds_through(parcel=parcel, as_of=as_of),  # until when the amount holds
         "payments": selectors.parcel_payments(parcel=parcel, until=as_of),
         "can_collect": has_role(request.user, *COUNTER_ROLES),
@@ -385,6 +387,18 @@ def statement(request: HttpRequest, pk: int) -> HttpResponse:
         "installment_bills": portal.installment_bills(parcel),
         "can_issue": has_role(request.user, LANDOWNER, COLLECTOR, SUPERVISOR, HACIENDA),
     })
+
+
+def _seizure_context(*, parcel: Parcel, today: date, owed_today: Decimal | None) -> dict[str, Any]:
+    """¶14, issue 18: the parcel's open seizure case, shown first (what it means, until when, what
+    stops it), and every seizure step issued for it, listed with the other issued documents."""
+    steps = list(SeizureStep.objects.filter(case__parcel=parcel).select_related("case").defer("pdf", "debt")
+                 .order_by("-issued_on", "-id"))
+    seizures = []
+    if any(step.case.status == SeizureCase.Status.OPEN for step in steps):
+        owed = owed_today if owed_today is not None else accounts.parcel_debt(parcel=parcel, as_of=today)
+        seizures = selectors.open_seizures(parcels=[parcel], owed={parcel.pk: owed}, today=today)
+    return {"seizures": seizures, "seizure_documents": steps}
 
 
 @role_required(*RECEIPT_STAFF)

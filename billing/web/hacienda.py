@@ -31,7 +31,7 @@ from django.views.decorators.http import require_POST
 
 from levy.exports import safe_cell
 from levy.models import FiscalYear
-from parcels import search
+from parcels import review, search
 from parcels.addresses import zip_problem
 from parcels.forms import AmountField, DateInput
 from parcels.models import Parcel
@@ -263,7 +263,6 @@ CLOSURE_USERS = (HACIENDA,)
 PAGE_SIZE = 50
 RECENT_DELIVERIES = 50
 ZERO = Decimal("0.00")  # dollars
-STEP_ORDER = (SeizureStep.Kind.NOTICE, SeizureStep.Kind.CERTIFICATE, SeizureStep.Kind.AUCTION)
 DELINQUENT_COLUMNS = ("parcel_id", "owner_name", "fiscal_year", "number", "last_day_to_pay", "days_late",
                       "principal", "surcharge", "paid", "balance")
 
@@ -349,39 +348,45 @@ def delinquent(request: HttpRequest) -> HttpResponse:
 # ---------------------------------------------------------------------------------------------
 
 
-def _next_step(cases: list[SeizureCase]) -> tuple[str | None, SeizureStep | None]:
-    """The step the page offers (a notice when no case is open, else the one after the last) and
-    the open case's notice, whose 30-day term the certificate waits for."""
-    open_case = next((case for case in cases if case.status == SeizureCase.Status.OPEN), None)
-    if open_case is None:
-        return SeizureStep.Kind.NOTICE, None
-    steps = list(open_case.steps.all())
-    notice = next((step for step in steps if step.kind == SeizureStep.Kind.NOTICE), None)
-    return (STEP_ORDER[len(steps)] if len(steps) < len(STEP_ORDER) else None), notice
+SEIZURE_ACT = "collections.seizure"
 
 
 @role_required(*SEIZURE_USERS)
 def seizure(request: HttpRequest, pk: int) -> HttpResponse:
+    """¶14: the parcel's procedure and its next step. The step's form leads to a review page (the
+    debt the notice freezes, its term, who signs it, in which language); the step is issued only
+    from that page's POST, whose fingerprint must match the figures still current (issue 18)."""
     parcel = get_object_or_404(Parcel.objects.select_related("owner"), pk=pk)
     form = SeizureStepForm(request.POST or None)
+    today = timezone.localdate()
     if request.method == "POST" and form.is_valid():
+        kind = form.cleaned_data["kind"]
         try:
-            step = collection.seizure_step_issue(acting_user=request.user, parcel=parcel, kind=form.cleaned_data["kind"])
+            preview = collection.seizure_step_preview(acting_user=request.user, parcel=parcel, kind=kind, on=today)
+            sent = review.was_sent(request.POST)
+            changed = sent and not review.reviewed(request.POST, SEIZURE_ACT, preview.figures())
+            if changed or not sent:
+                return render(request, "billing/hacienda/seizure_review.html", {
+                    "parcel": preview.parcel, "p": preview, "table": debt_table(preview.debt, owing_only=True),
+                    "changed": changed, "fingerprint": review.fingerprint(SEIZURE_ACT, preview.figures()),
+                    "review_field": review.FIELD,
+                }, status=409 if changed else 200)
+            step = collection.seizure_step_issue(acting_user=request.user, parcel=parcel, kind=kind, on=today)
         except BillingError as exc:
             form.add_error(None, str(exc))
         else:
             messages.success(request, _("%(k)s %(n)s emitida.") % {"k": step.get_kind_display(), "n": step.number})
             return redirect("collections:seizure", pk=parcel.pk)
-    today = timezone.localdate()
     steps = SeizureStep.objects.select_related("issued_by").defer("pdf", "debt")
     cases = list(SeizureCase.objects.filter(parcel=parcel).select_related("opened_by")
                  .prefetch_related(Prefetch("steps", queryset=steps)).order_by("-opened_at", "-id"))
     debt = accounts.statement(parcel=parcel, as_of=today)
-    next_kind, notice = _next_step(cases)
+    following = collection.seizure_step_next(parcel=parcel)
+    next_kind = following.kind
     return render(request, "billing/hacienda/seizure.html", {
         "parcel": parcel, "today": today, "cases": cases, "table": debt_table(debt, owing_only=True), "total_due": debt.total_due,
         "form": form, "next_kind": next_kind, "next_label": SeizureStep.Kind(next_kind).label if next_kind else "",
-        "notice": notice,
+        "notice": following.notice, "available_on": following.available_on, "available": following.available(today),
     })
 
 

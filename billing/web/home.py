@@ -19,6 +19,7 @@ from parcels.roles import LANDOWNER, STAFF_ROLES, has_role
 from ..accounts import account_states, delinquency_parameters
 from ..models import Receipt
 from ..portal import installment_bills
+from ..selectors import open_seizures
 from ..services.bills import bill_office, office_snapshot
 from ..wording import rate_label
 
@@ -64,12 +65,16 @@ def home(request: HttpRequest) -> HttpResponse:
         )
         params = delinquency_parameters(timezone.localdate())
         rows = _landowner_rows(list(parcels))
+        # ¶14, issue 18: an open seizure case of one of his parcels comes first
+        seizures = open_seizures(parcels=[row["parcel"] for row in rows], owed={row["parcel"].pk: row["owed_now"] for row in rows},
+                                 today=timezone.localdate())
         # ¶13: where to pay, as the bills print it (the office they name, its address, phone, hours);
         # not its ways to pay, written for the bill ("bring this bill")
         office = office_snapshot(bill_office())
         lang = "en" if (get_language() or "").startswith("en") else "es"
         return render(request, "parcels/home_landowner.html", {
             "rows": rows, **_landowner_totals(rows), "receipts": receipts, "grace_days": params.grace_days,
+            "seizures": seizures, "today": timezone.localdate(),
             "rate": rate_label(params.surcharge_rate), "office": office,
             "office_address": ", ".join(office.address_block[1:]) if office else "",
             "office_hours": office.hours(lang) if office else "",

@@ -38,6 +38,7 @@ from parcels.models import Owner
 from parcels.roles import AUTHORITY, COLLECTOR, HACIENDA, LANDOWNER, SUPERVISOR, has_role, role_required
 
 from .. import documents, portal
+from ..access import RECEIPT_STAFF, get_seizure_step_for_user
 from ..errors import BillingError
 from ..models import AccountStatement, Charge, IssuedDocument
 from ..portal import email_normalize
@@ -295,3 +296,11 @@ def statement_pdf(request: HttpRequest, pk: int) -> HttpResponse:
         messages.error(request, str(exc))
         return redirect("billing:statement", pk=parcel.pk)
     return _pdf_response(documents.document_pdf(issued.document), f"estado-de-cuenta-{issued.number}.pdf")
+
+
+@role_required(*RECEIPT_STAFF, LANDOWNER)
+def seizure_pdf(request: HttpRequest, pk: int) -> HttpResponse:
+    """A seizure step's PDF (¶14) exactly as issued, for the parcel's owner (listed with the other
+    issued documents of the statement, issue 18) and money staff; 404 for anyone else."""
+    step = get_seizure_step_for_user(request.user, pk)
+    return _pdf_response(bytes(step.pdf), f"{step.number}.pdf")

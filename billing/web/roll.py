@@ -136,10 +136,18 @@ def finalize(request: HttpRequest, year: str) -> HttpResponse:
     return redirect("levy:worksheet", year=label)
 
 
+CORRECTION_ACT = "levy.correction"
+
+
 @role_required(HACIENDA, AUDITOR)
 def corrections(request: HttpRequest, year: str) -> HttpResponse:
     """Supplementary entries on the finalized roll: each references its line, with a reason and its
-    own due date, and is billed and reconciled apart from the original roll (¶9, ¶11)."""
+    own due date, and is billed and reconciled apart from the original roll (¶9, ¶11).
+
+    The form leads to a review page (the line and each half before and after, the new charges and
+    the lowerings, the give-back and the *crédito aplicado* it will post, read by
+    ``roll_correction_preview`` without writing); the correction is recorded only from that page's
+    POST, whose fingerprint must match the figures still current (issue 18)."""
     fiscal_year = _year_or_404(year)
     levy = final_levy(fiscal_year)
     form = CorrectionForm(request.POST or None)
@@ -153,12 +161,20 @@ def corrections(request: HttpRequest, year: str) -> HttpResponse:
             if line is None:
                 form.add_error("parcel_id", _("Ese predio no está en el padrón de %(y)s.") % {"y": fiscal_year.label})
             else:
+                data = form.cleaned_data
+                asked = {"acting_user": request.user, "roll_line": line, "om_charge_delta": data["om_charge_delta"],
+                         "credit_delta": data["credit_delta"], "reason": data["reason"], "due_date": data["due_date"],
+                         "credit_percent": data["credit_percent"], "made_on": timezone.localdate()}
                 try:
-                    correction_services.roll_correction_create(
-                        acting_user=request.user, roll_line=line, om_charge_delta=form.cleaned_data["om_charge_delta"],
-                        credit_delta=form.cleaned_data["credit_delta"], reason=form.cleaned_data["reason"],
-                        due_date=form.cleaned_data["due_date"], credit_percent=form.cleaned_data["credit_percent"],
-                    )
+                    preview = correction_services.roll_correction_preview(**asked)
+                    sent = review.was_sent(request.POST)
+                    changed = sent and not review.reviewed(request.POST, CORRECTION_ACT, preview.figures())
+                    if changed or not sent:
+                        return render(request, "levy/correction_review.html", {
+                            "label": fiscal_year.label, "p": preview, "plan": preview.plan, "form": form, "changed": changed,
+                            "fingerprint": review.fingerprint(CORRECTION_ACT, preview.figures()), "review_field": review.FIELD,
+                        }, status=409 if changed else 200)
+                    correction_services.roll_correction_create(**asked)
                 except LevyError as exc:
                     form.add_error(None, str(exc))
                 else:

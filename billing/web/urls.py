@@ -50,6 +50,7 @@ portal_patterns = [
     path("invitar/", portal.invite, name="invite"),
     path("plazo/<int:pk>/aviso/", portal.installment_bill, name="installment-bill"),
     path("predio/<int:pk>/estado-de-cuenta/", portal.statement_pdf, name="statement-pdf"),
+    path("embargo/<int:pk>/pdf/", portal.seizure_pdf, name="seizure-pdf"),
     path("activar/<uidb64>/<token>/", portal.ActivateView.as_view(), name="activate"),
 ]
 

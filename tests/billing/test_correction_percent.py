@@ -37,6 +37,7 @@ from billing.services import corrections
 from levy.models import RollCorrection, RollLine
 from levy.rules import installments
 from levy.services import LevyError
+from parcels import review
 from tests.clock import on_day
 from tests.commands import run_command
 
@@ -313,7 +314,9 @@ def test_the_correction_page_moves_the_credit_with_a_new_percentage(client, dist
     client.force_login(staff["hacienda"])
     with on_day(MADE_ON):
         form = {"parcel_id": "P5", "om_charge_delta": "0", "credit_delta": "0", "reason": "Nuevo por ciento"}
-        assert client.post(url, {**form, "credit_percent": "10"}).status_code == 302
+        review_page = client.post(url, {**form, "credit_percent": "10"})  # issue 18: reviewed first
+        assert review_page.status_code == 200 and "$59.80" in review_page.content.decode()
+        assert client.post(url, {**form, "credit_percent": "10", review.FIELD: review_page.context["fingerprint"]}).status_code == 302
         assert deltas(last()) == (ZERO, D("-59.80"), D("59.80"))
         again = client.post(url, {**form, "credit_percent": "10.00"})
     assert again.status_code == 200

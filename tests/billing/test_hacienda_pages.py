@@ -18,6 +18,7 @@ from django.utils import timezone
 from billing import accounts
 from billing.models import Charge, DebtCertificate, OfficeClosure, SeizureStep, WaterDelivery
 from billing.services import collection, counter
+from parcels import review
 from parcels.models import Parcel
 from parcels.roles import ROLES
 from parcels.services import owner_update
@@ -172,7 +173,9 @@ def test_seizure_flow_through_the_pages(client, staff, district_1, clock):
     page = client.get(url)
     assert page.context["next_kind"] == "notice" and "$22,950.00" in page.content.decode()
 
-    response = client.post(url, {"kind": "notice"})
+    review_page = client.post(url, {"kind": "notice"})  # issue 18: the review page first, nothing issued
+    assert review_page.status_code == 200 and not SeizureStep.objects.exists()
+    response = client.post(url, {"kind": "notice", review.FIELD: review_page.context["fingerprint"]})
     assert response.status_code == 302 and response["Location"] == url
     notice = SeizureStep.objects.get(case__parcel=p2, kind="notice")
     assert notice.issued_on == date(2026, 9, 10) and notice.term_ends == date(2026, 10, 10)
@@ -185,7 +188,8 @@ def test_seizure_flow_through_the_pages(client, staff, district_1, clock):
     assert not SeizureStep.objects.filter(kind="certificate").exists()
 
     clock["today"] = date(2026, 10, 11)
-    response = client.post(url, {"kind": "certificate"})
+    review_page = client.post(url, {"kind": "certificate"})
+    response = client.post(url, {"kind": "certificate", review.FIELD: review_page.context["fingerprint"]})
     assert response.status_code == 302
     certificate = SeizureStep.objects.get(case__parcel=p2, kind="certificate")
     html = client.get(url).content.decode()

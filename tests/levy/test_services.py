@@ -12,8 +12,9 @@ import pytest
 from django.db import DatabaseError, connection, transaction
 
 from billing.services.installments import roll_finalize
-from levy.models import Estimate, Levy, RollLine
+from levy.models import Estimate, Levy, RollCorrection, RollLine
 from levy.services import LevyError, estimate_certify, estimate_enter, levy_compute
+from parcels import review
 from tests.clock import on_day
 from tests.commands import run_command
 
@@ -213,8 +214,10 @@ def test_correction_page(client, example_1, officers):
     assert "NOPE" in bad.content.decode() or "padrón" in bad.content.decode()
     # made on 2026-11-01, so 2026-12-01 is a later due date, not an earlier one (¶9), whatever day the suite runs
     with on_day(date(2026, 11, 1)):
-        response = client.post(url, {"parcel_id": "p 3", "om_charge_delta": "10.00", "credit_delta": "0", "reason": "Área",
-                                     "due_date": "2026-12-01"})
+        data = {"parcel_id": "p 3", "om_charge_delta": "10.00", "credit_delta": "0", "reason": "Área", "due_date": "2026-12-01"}
+        review_page = client.post(url, data)  # issue 18: the review page first
+        assert review_page.status_code == 200 and not RollCorrection.objects.exists()
+        response = client.post(url, {**data, review.FIELD: review_page.context["fingerprint"]})
         assert response.status_code == 302  # the number as typed: case and spaces do not matter
         page = client.get(url).content.decode()
     assert '<th scope="row">1</th><td>P3</td><td class="num">$10.00</td>' in page  # numbered as the documents cite it

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
+from decimal import Decimal
 from typing import Any
 
 import pytest
@@ -136,6 +137,37 @@ def reviewed_void(w: World) -> dict[str, Any]:
     return {"reason": "Cheque devuelto", review.FIELD: review.fingerprint(VOID_ACT, figures)}
 
 
+def _hacienda_user():  # noqa: ANN202
+    from django.contrib.auth import get_user_model
+
+    return get_user_model().objects.filter(groups__name="hacienda").first()
+
+
+def reviewed_correction(w: World) -> dict[str, Any]:
+    """The correction's confirmation as its review page sends it (issue 18 point 13)."""
+    from billing.services.corrections import roll_correction_preview
+    from billing.web.roll import CORRECTION_ACT
+    from levy.models import RollLine
+
+    due = timezone.localdate() + timedelta(days=30)
+    data = {"parcel_id": "A1", "om_charge_delta": "10.00", "credit_delta": "0.00", "reason": "Área corregida",
+            "due_date": due.isoformat()}
+    line = RollLine.objects.get(parcel_code="A1", levy__fiscal_year__label=YEAR, levy__status="final")
+    preview = roll_correction_preview(acting_user=_hacienda_user(), roll_line=line, om_charge_delta=Decimal("10.00"),
+                                      credit_delta=Decimal("0.00"), reason="Área corregida", due_date=due,
+                                      made_on=timezone.localdate())
+    return {**data, review.FIELD: review.fingerprint(CORRECTION_ACT, preview.figures())}
+
+
+def reviewed_seizure(w: World) -> dict[str, Any]:
+    """The notice's confirmation as its review page sends it (issue 18 point 13)."""
+    from billing.services.collection import seizure_step_preview
+    from billing.web.hacienda import SEIZURE_ACT
+
+    preview = seizure_step_preview(acting_user=_hacienda_user(), parcel=w.parcels["F1"], kind="notice", on=timezone.localdate())
+    return {"kind": "notice", review.FIELD: review.fingerprint(SEIZURE_ACT, preview.figures())}
+
+
 def reviewed_day_close(w: World) -> dict[str, Any]:
     from decimal import Decimal
 
@@ -194,6 +226,9 @@ MATRIX: dict[str, Route] = {
     "portal:installment-bill": Route(get=post_only(ON_DEMAND), targets=lambda w: [{"pk": first_installment(w, "A2")}],
                                      post_roles=ON_DEMAND),
     "portal:statement-pdf": Route(get=post_only(ON_DEMAND), targets=lambda w: pk(w.parcels["A1"]), post_roles=ON_DEMAND),
+    # a seizure step's stored PDF (issue 18): money staff and the parcel's owner; the world's step is
+    # B1's, so landowner A gets 404 (the owner's own is opened in tests/browser/test_issue18_seizure.py)
+    "portal:seizure-pdf": Route(get={**by_role(MONEY_READERS), "landowner": 404}, targets=lambda w: pk(w.extra["seizure_step"])),
     # the public "¿cuánto debo?": a form for anyone; a POST with the right code shows the statement
     "owed:lookup": Route(get=public()),
     "verify:document": Route(get=public(), targets=lambda w: [
@@ -247,9 +282,7 @@ MATRIX: dict[str, Route] = {
     "levy:roll": Route(get=by_role({"hacienda", "auditor"}), targets=lambda w: [{"year": YEAR}]),
     "levy:whatif": Route(get=by_role({"hacienda", "authority"}), targets=lambda w: [{"year": YEAR}]),
     "levy:corrections": Route(get=by_role({"hacienda", "auditor"}), targets=lambda w: [{"year": YEAR}], post_roles=HACIENDA,
-                              post_data=lambda w: {"parcel_id": "A1", "om_charge_delta": "10.00", "credit_delta": "0.00",
-                                                   "reason": "Área corregida",
-                                                   "due_date": (timezone.localdate() + timedelta(days=30)).isoformat()}),
+                              post_data=reviewed_correction),
     # --- the Collector's office ---------------------------------------------------------------------
     "billing:counter": Route(get=by_role(COUNTER), query="?q=A1"),
     "billing:counter-parcel": Route(get=by_role(COUNTER), targets=lambda w: pk(w.parcels["A1"]), post_roles=COUNTER,
@@ -277,7 +310,7 @@ MATRIX: dict[str, Route] = {
     # --- Hacienda's collections -----------------------------------------------------------------------
     "collections:delinquent": Route(get=by_role({"hacienda", "auditor"})),
     "collections:seizure": Route(get=by_role(HACIENDA), targets=lambda w: pk(w.parcels["F1"]) + pk(w.parcels["B1"]),
-                                 post_roles=HACIENDA, post_data=lambda w: {"kind": "notice"}),
+                                 post_roles=HACIENDA, post_data=reviewed_seizure),
     "collections:seizure-pdf": Route(get=by_role(HACIENDA), targets=lambda w: pk(w.extra["seizure_step"])),
     "collections:certificates": Route(get=by_role(CERTIFIERS), targets=lambda w: pk(w.parcels["A1"]), post_roles=CERTIFIERS,
                                       post_data=lambda w: {"as_of": today()}),
