@@ -32,8 +32,9 @@ def get_receipt_for_user(user: Any, pk: int) -> Receipt:
 
 
 def get_document_for_user(user: Any, pk: int) -> IssuedDocument:
-    """A bill or debt certificate (without its PDF bytes) for staff or the parcel's current owner."""
-    document = get_object_or_404(IssuedDocument.objects.defer("pdf"), pk=pk, kind__in=["bill", "certificate"])
+    """A bill, debt certificate or numbered estado de cuenta (without its PDF bytes) for staff or
+    the parcel's current owner: the documents the statement lists under "Documentos emitidos"."""
+    document = get_object_or_404(IssuedDocument.objects.defer("pdf"), pk=pk, kind__in=["bill", "certificate", "statement"])
     try:
         get_parcel_for_user(user, document.parcel_id)
     except NotYours:

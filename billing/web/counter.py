@@ -570,8 +570,8 @@ def receipt_pdf(request: HttpRequest, pk: int) -> HttpResponse:
 
 @role_required(*READERS)
 def document_pdf(request: HttpRequest, pk: int) -> HttpResponse:
-    """A bill's or debt certificate's PDF as stored, for staff and for the parcel's current owner
-    (404 for anyone else); receipts go through ``receipt_pdf`` (they follow the payer)."""
+    """A bill's, debt certificate's or estado's PDF as stored, for staff and for the parcel's
+    current owner (404 for anyone else); receipts go through ``receipt_pdf`` (they follow the payer)."""
     document = IssuedDocument.objects.get(pk=get_document_for_user(request.user, pk).pk)
     response = HttpResponse(bytes(document.pdf), content_type="application/pdf")
     response["Content-Disposition"] = f'attachment; filename="{document.kind}-{document.number}.pdf"'

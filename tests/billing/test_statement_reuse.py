@@ -64,3 +64,22 @@ def test_the_days_estado_is_reused_until_the_account_changes_and_requests_are_th
         assert list(AccountStatement.objects.order_by("pk").values_list("as_of", flat=True)) == [
             date(2026, 7, 10), date(2026, 7, 10), date(2026, 7, 11)]
     assert not AccessEvent.objects.filter(kind="forbidden").exists()
+
+
+def test_an_issued_estado_listed_on_the_statement_opens_for_its_owner_and_no_one_else(
+        client, district_1, make_user, owner_a, owner_b):
+    """The statement lists the parcel's numbered estados under "Documentos emitidos"; each link
+    serves the stored PDF to the owner (and staff), 404 to another landowner."""
+    carmen = make_user("carmen", "landowner", owner_a)
+    p2 = Parcel.objects.get(parcel_id="P2")
+    with on_day(date(2026, 7, 10)):
+        client.force_login(carmen)
+        assert client.post(reverse("portal:statement-pdf", args=[p2.pk])).status_code == 200
+        document = IssuedDocument.objects.get(kind="statement")
+        page = client.get(reverse("billing:statement", args=[p2.pk])).content.decode()
+        link = reverse("billing:document-pdf", args=[document.pk])
+        assert f'href="{link}"' in page
+        served = client.get(link)
+        assert served.status_code == 200 and served.content == bytes(document.pdf)
+        client.force_login(make_user("other", "landowner", owner_b))
+        assert client.get(link).status_code == 404
