@@ -18,12 +18,20 @@ from django.db import models
 from django.utils import timezone
 from django.utils.formats import date_format
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy as _lazy
 
 register = template.Library()
 
 # Columns every row has that say nothing to a reader (the history row has its own time and author).
 HIDDEN = {"id", "created_at", "updated_at", "recorded_at"}
 NONE = "—"
+# Fields declared without a label of their own (Django would call them "from owner"): named here
+# rather than by a migration that only relabels columns.
+LABELS = {
+    "parcel": _lazy("predio"), "from_owner": _lazy("dueño anterior"), "to_owner": _lazy("dueño nuevo"),
+    "recorded_by": _lazy("registrado por"), "user": _lazy("usuario"), "username": _lazy("usuario"),
+    "devices_removed": _lazy("dispositivos quitados"), "reset_at": _lazy("cuándo"),
+}
 
 
 @dataclass(frozen=True)
@@ -61,6 +69,8 @@ def field_label(model: type[models.Model] | None, column: str) -> str:
     if field is None:
         return column
     label = str(field.verbose_name)
+    if label == field.name.replace("_", " ") and field.name in LABELS:  # no label declared
+        label = str(LABELS[field.name])
     return label[:1].upper() + label[1:]
 
 
