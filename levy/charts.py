@@ -194,7 +194,7 @@ def axis(low: Decimal, high: Decimal, *, top: int, plot_height: int, span: Decim
 # Every step that is not zero shows as a bar at least this tall (pixels of the viewBox), and the
 # axis is broken above zero when a step would otherwise be drawn shorter than VISIBLE (issue 18:
 # on a $1,250,000.00 O&M estimate the reserve, credits and margin were slivers).
-MIN_BAR = 4.0
+MIN_BAR = 8.0
 VISIBLE = 12.0
 
 
@@ -255,3 +255,83 @@ def waterfall(steps: list[Step]) -> Waterfall:
                         cut=min(step.start, step.end) < scale.low))
     return Waterfall(width=WIDTH, height=HEIGHT, left=LEFT, right=WIDTH - RIGHT, zero_y=y_of(Decimal(0)),
                      bars=tuple(bars), ticks=scale.ticks(), label_y=HEIGHT - BOTTOM + 22, axis_start=scale.low)
+
+
+# --- The same chart for a phone: one row per step, the bars running sideways ---------------------
+# At 390 px the wide chart is drawn at a third of its size (its labels 4 px high); this one is drawn
+# near its own size, so each label reads at about 14 px. The page shows one or the other (app.css).
+
+PHONE_WIDTH = 360
+PHONE_ROW = 52
+PHONE_TOP = 8
+PHONE_AXIS = 28  # the tick labels under the rows
+
+
+@dataclass(frozen=True)
+class Row:
+    step: Step
+    top: float  # of the row; its words sit on the first line, its bar under them
+    text_y: float
+    x: float
+    y: float
+    width: float
+    height: float
+    fill: str
+    cut: bool
+    value_label: str
+    connector: tuple[float, float, float] | None  # x, y1, y2 to the next row's bar
+
+    @property
+    def break_path(self) -> str:
+        """A zigzag across the left end of a cut bar (the part below the axis start)."""
+        quarter = self.height / 4
+        x = self.x + 8
+        points = " ".join(f"l {dx} {quarter:.1f}" for dx in (-4, 4, -4, 4))
+        return f"M {x:.1f} {self.y:.1f} {points}"
+
+
+@dataclass(frozen=True)
+class PhoneWaterfall:
+    width: int
+    height: int
+    rows: tuple[Row, ...]
+    ticks: tuple[tuple[float, str], ...]  # x, label
+    axis_y: float
+    axis_start: Decimal
+
+    @property
+    def broken(self) -> bool:
+        return self.axis_start > 0
+
+
+def phone_waterfall(steps: list[Step]) -> PhoneWaterfall:
+    """``steps`` as rows: the axis (broken as ``waterfall`` breaks it) runs left to right."""
+    values = [Decimal(0)] + [s.start for s in steps] + [s.end for s in steps]
+    plot = PHONE_WIDTH - 2
+    start = axis_floor(steps, HEIGHT - TOP - BOTTOM)
+    scale = axis(start, max(values), top=0, plot_height=plot) if start > 0 else axis(min(values), max(values), top=0,
+                                                                                      plot_height=plot)
+
+    def x_of(amount: Decimal) -> float:
+        return round(1 + plot - scale.y(max(amount, scale.low)), 1)
+
+    rows: list[Row] = []
+    for index, step in enumerate(steps):
+        top = PHONE_TOP + index * PHONE_ROW
+        left, right = x_of(min(step.start, step.end)), x_of(max(step.start, step.end))
+        if step.amount and right - left < MIN_BAR / 2:
+            if step.kind == DOWN:
+                left = round(right - MIN_BAR / 2, 1)
+            else:
+                right = round(left + MIN_BAR / 2, 1)
+        bar_y = top + 24
+        connector = None
+        if index + 1 < len(steps):
+            connector = (x_of(step.end), bar_y + 20, bar_y + PHONE_ROW)
+        rows.append(Row(step=step, top=top, text_y=top + 17, x=left, y=bar_y, width=max(round(right - left, 1), 1.0),
+                        height=20, fill=FILLS[step.kind], cut=min(step.start, step.end) < scale.low,
+                        value_label=Bar(step, 0, 0, 0, 0, "", 0, 0, None).value_label, connector=connector))
+    axis_y = PHONE_TOP + len(steps) * PHONE_ROW
+    ticks = tuple((round(1 + plot - tick.y, 1), tick.label) for tick in scale.ticks())
+    return PhoneWaterfall(width=PHONE_WIDTH, height=axis_y + PHONE_AXIS, rows=tuple(rows), ticks=ticks, axis_y=axis_y,
+                          axis_start=scale.low)

@@ -321,6 +321,7 @@ def worksheet(request: HttpRequest, year: str) -> HttpResponse:
         if levy is not None:
             context.update(
                 lines=worksheet_lines(levy), chart=charts.waterfall(charts.worksheet_steps(levy)),
+                phone_chart=charts.phone_waterfall(charts.worksheet_steps(levy)),
                 stale=not levy.is_final and services.registry_fingerprint() != levy.registry_fingerprint,
                 estimate_changed=estimate is None or levy.estimate_id != estimate.pk,
                 margin_rate=Decimal(levy.parameters.get("safety_margin_rate", "0.02")) * 100,
