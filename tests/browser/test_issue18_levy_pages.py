@@ -84,8 +84,11 @@ def test_the_auditor_finds_an_owner_typed_without_accents_and_reads_the_change(v
     main = page.inner_text("main")
     assert "preferred_language" not in main and "owner_id" not in main
     assert page.locator("#access-events").count() == 0  # a search by owner is about changes
+    # on the phone each change is a stacked card within the screen's width, its label beside it
     box = page.locator("main table.table").first.bounding_box()
     assert box["x"] >= 0 and box["x"] + box["width"] <= WIDTH + 0.5, box
+    label = page.locator("main ul.diff li .field-label").first.bounding_box()
+    assert label["x"] >= 0 and label["x"] + label["width"] <= WIDTH, label
     # the parcel by its number without prefix finds the parcel's rows only
     page.get_by_label("Owner or parcel" if english else "Dueño o predio").fill("000006")
     page.get_by_role("button", name="Filter" if english else "Filtrar").click()
