@@ -39,12 +39,14 @@ class FieldChange:
     label: str
     before: str
     after: str
+    typed: bool  # the values are as someone typed them (names, hours): never translated (translate="no")
 
 
 @dataclass(frozen=True)
 class FieldValue:
     label: str
     value: str
+    typed: bool
 
 
 def _model(event: Any) -> type[models.Model] | None:
@@ -72,6 +74,13 @@ def field_label(model: type[models.Model] | None, column: str) -> str:
     if label == field.name.replace("_", " ") and field.name in LABELS:  # no label declared
         label = str(LABELS[field.name])
     return label[:1].upper() + label[1:]
+
+
+def value_is_typed(model: type[models.Model] | None, column: str) -> bool:
+    """Whether the field's values are shown as typed (not a choice, a yes/no or a date the
+    reader's language words)."""
+    field = _field(model, column)
+    return field is None or not (field.choices or isinstance(field, (models.BooleanField, models.DateField)))
 
 
 def field_value(model: type[models.Model] | None, column: str, value: Any) -> str:
@@ -109,7 +118,8 @@ def history_changes(event: Any) -> list[FieldChange]:
     """An update's changed fields, each with its label and its values before and after."""
     model = _model(event)
     return [
-        FieldChange(field_label(model, column), field_value(model, column, change[0]), field_value(model, column, change[1]))
+        FieldChange(field_label(model, column), field_value(model, column, change[0]), field_value(model, column, change[1]),
+                    value_is_typed(model, column))
         for column, change in (event.pgh_diff or {}).items() if column not in HIDDEN
     ]
 
@@ -119,6 +129,6 @@ def history_fields(event: Any) -> list[FieldValue]:
     """An insert's or delete's fields, each with its label and its value."""
     model = _model(event)
     return [
-        FieldValue(field_label(model, column), field_value(model, column, value))
+        FieldValue(field_label(model, column), field_value(model, column, value), value_is_typed(model, column))
         for column, value in (event.pgh_data or {}).items() if column not in HIDDEN
     ]

@@ -323,7 +323,7 @@ def test_worksheet_chart_is_an_accessible_svg_with_a_text_equivalent(client, use
     client.force_login(users["hacienda"])
     response = client.get(url("worksheet", year=YEAR))
     page = response.content.decode()
-    assert '<svg class="chart"' in page and 'role="img"' in page
+    assert '<svg class="chart chart-wide"' in page and 'role="img"' in page
     assert '<title id="waterfall-title">' in page and '<desc id="waterfall-desc">' in page
     # the chart is drawn by the server: the page's one script is base.html's table stacking (phones)
     assert re.findall(r"<script[^>]*>", page) == ['<script src="/static/js/responsive-tables.js" defer>']
