@@ -38,6 +38,13 @@ class Step:
         return -self.amount if self.kind == DOWN else self.amount
 
 
+def value_label(step: Step) -> str:
+    """A step's amount as Puerto Rico writes it, signed as the step acts: "+$25,000.00",
+    "−$40,000.00", "$1,250,000.00" for the first amount and the results."""
+    sign = "\u2212" if step.kind == DOWN else "+" if step.kind == UP and step.start else ""
+    return f"{sign}${step.amount:,.2f}"
+
+
 @dataclass(frozen=True)
 class Bar:
     step: Step
@@ -53,10 +60,7 @@ class Bar:
 
     @property
     def value_label(self) -> str:
-        """The step's amount as Puerto Rico writes it, signed as the step acts: "+$25,000.00",
-        "−$40,000.00", "$1,250,000.00" for the first amount and the results."""
-        sign = "\u2212" if self.step.kind == DOWN else "+" if self.step.kind == UP and self.step.start else ""
-        return f"{sign}${self.step.amount:,.2f}"
+        return value_label(self.step)
 
     @property
     def bottom(self) -> float:
@@ -330,7 +334,7 @@ def phone_waterfall(steps: list[Step]) -> PhoneWaterfall:
             connector = (x_of(step.end), bar_y + 20, bar_y + PHONE_ROW)
         rows.append(Row(step=step, top=top, text_y=top + 17, x=left, y=bar_y, width=max(round(right - left, 1), 1.0),
                         height=20, fill=FILLS[step.kind], cut=min(step.start, step.end) < scale.low,
-                        value_label=Bar(step, 0, 0, 0, 0, "", 0, 0, None).value_label, connector=connector))
+                        value_label=value_label(step), connector=connector))
     axis_y = PHONE_TOP + len(steps) * PHONE_ROW
     ticks = tuple((round(1 + plot - tick.y, 1), tick.label) for tick in scale.ticks())
     return PhoneWaterfall(width=PHONE_WIDTH, height=axis_y + PHONE_AXIS, rows=tuple(rows), ticks=ticks, axis_y=axis_y,
