@@ -74,6 +74,12 @@ def test_the_auditor_finds_an_owner_typed_without_accents_and_reads_the_change(v
     page.wait_for_load_state()
     visit.check()
     _shot(visit, f"audit-{language}")
+    # the page opens at the results, under the eight filter boxes: the heading and the first change on screen
+    assert page.url.endswith("#changes"), page.url
+    heading = page.locator("#changes").bounding_box()
+    assert 0 <= heading["y"] < 200, heading
+    first = page.locator("main table.table tbody tr").first.bounding_box()
+    assert first["y"] + first["height"] <= HEIGHT, first
     rows = page.locator("main table.table tbody tr")
     texts = [rows.nth(i).inner_text() for i in range(rows.count())]
     assert texts and all("OW-M" in text or "LAJ-000006" in text for text in texts), texts
