@@ -93,7 +93,7 @@ def portal_url() -> str:
 
 
 def owed_url() -> str:
-    """The public "¿cuánto debo?" page (``billing.public_views``), printed on bills."""
+    """The public "¿cuánto debo?" page (``billing.web.public``), printed on bills."""
     try:
         return settings.SITE_URL + reverse("owed:lookup")
     except NoReverseMatch:

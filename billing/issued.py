@@ -45,63 +45,81 @@ def _sampled(rows: QuerySet, sample: int | None) -> list[Any]:
     return sorted(rows, key=lambda row: row.number)
 
 
-def _statement_differs(parcel: Any, as_of: Any, known_by: datetime, stored: dict[str, Any]) -> bool:
-    """Whether the statement read again differs from ``stored`` (the statement's keys only). How
-    each surcharge was counted is worded in the document's language, which an estado does not
-    record: a match in either language is a match."""
+def _difference(again: dict[str, Any], stored: dict[str, Any], names: Iterable[str]) -> str | None:
+    """The first of ``names`` whose value differs, worded ``name: stored X, now Y`` (a list is
+    named only: its items are too long for a finding), or ``None`` when all agree."""
+    for name in names:
+        was, now = stored.get(name), again.get(name)
+        if was != now:
+            if isinstance(was, list | dict) or isinstance(now, list | dict):
+                return f"{name} differs"
+            return f"{name}: stored {was}, now {now}"
+    return None
+
+
+def _statement_difference(parcel: Any, as_of: Any, known_by: datetime, stored: dict[str, Any]) -> str | None:
+    """What differs between the statement read again and ``stored`` (the statement's keys only),
+    or ``None``. How each surcharge was counted is worded in the document's language, which an
+    estado does not record: a match in either language is a match, and a difference is named as
+    read in the document's language."""
     keys = ("parcel_id", "as_of", "installments", "other_charges", "total_due", "total_balance", "credit_balance")
-    wanted = {key: stored.get(key) for key in keys}
     language = stored.get("language") or "es"
+    first = None
     for lang in dict.fromkeys((language, "es", "en")):
         with override(lang):
-            if accounts.statement(parcel=parcel, as_of=as_of, known_by=known_by).to_json() == wanted:
-                return False
-    return True
+            difference = _difference(accounts.statement(parcel=parcel, as_of=as_of, known_by=known_by).to_json(),
+                                     stored, keys)
+        if difference is None:
+            return None
+        first = first or difference
+    return first
 
 
-def _bill_differs(bill: Bill) -> bool:
+def _bill_difference(bill: Bill) -> str | None:
     from .services.bills import accounts_facts, bill_snapshot  # bills' writers sit above this check
 
     if bill.charge_id is None:  # a zero notice: nothing owed, no account figures
-        return False
+        return None
     known_by = issued_moment(as_of=bill.issued_on, issued_at=bill.issued_at)
     charge = bill.charge
     facts = accounts_facts(charges=[charge], issued_on=bill.issued_on, known_by=known_by)[charge.pk]
     again = bill_snapshot(charge=charge, issued_on=bill.issued_on, facts=facts, dues={})
     figures = BILL_FIGURES + (BILL_TO_PAY if "later_due" in bill.snapshot else ())
-    return any(again.get(name) != bill.snapshot.get(name) for name in figures)
+    return _difference(again, bill.snapshot, figures)
 
 
-def _first_differences(documents: Iterable[Any], differs: Callable[[Any], bool], limit: int,
+def _first_differences(documents: Iterable[Any], difference: Callable[[Any], str | None], limit: int,
                        describe: Callable[[Any], str]) -> list[str]:
-    """The first ``limit`` documents that differ, described; a last line says when there are more."""
+    """The first ``limit`` documents that differ, described with what differs; a last line says
+    when there are more."""
     bad: list[str] = []
     for document in documents:
-        if differs(document):
+        what = difference(document)
+        if what is not None:
             if len(bad) == limit:
                 bad.append(f"more findings of this kind not listed (first {limit} shown)")
                 break
-            bad.append(describe(document))
+            bad.append(f"{describe(document)} ({what})")
     return bad
 
 
 def check_issued(*, sample: int | None = DEFAULT_SAMPLE, limit: int = 50) -> list[str]:
     """¶11, ¶12, ¶13: for estados, debt certificates and bills (``sample`` of each, or all), the
     statement of the document's date recomputed now, as the books stood when it was issued,
-    equals what the document stored. One message per document that differs, naming it (the
-    books' check ``issued`` words them as findings)."""
-    def statement_differs(doc: Any) -> bool:
-        return _statement_differs(doc.parcel, doc.as_of, issued_moment(as_of=doc.as_of, issued_at=doc.issued_at),
-                                  doc.snapshot)
+    equals what the document stored. One message per document that differs, naming it and the
+    first figure that differs (the books' check ``issued`` words them as findings)."""
+    def statement_difference(doc: Any) -> str | None:
+        return _statement_difference(doc.parcel, doc.as_of,
+                                     issued_moment(as_of=doc.as_of, issued_at=doc.issued_at), doc.snapshot)
 
-    found = _first_differences(_sampled(AccountStatement.objects.all(), sample), statement_differs, limit, lambda doc: (
+    found = _first_differences(_sampled(AccountStatement.objects.all(), sample), statement_difference, limit, lambda doc: (
         f"estado {doc.number} ({doc.parcel.parcel_id}, as of {doc.as_of.isoformat()}): the statement of that day "
         "recomputed now differs from the one it stored"))
-    found += _first_differences(_sampled(DebtCertificate.objects.all(), sample), statement_differs, limit, lambda doc: (
+    found += _first_differences(_sampled(DebtCertificate.objects.all(), sample), statement_difference, limit, lambda doc: (
         f"debt certificate {doc.number} ({doc.parcel.parcel_id}, as of {doc.as_of.isoformat()}): the statement "
         "of that day recomputed now differs from the one it certified"))
     bills = _sampled(Bill.objects.select_related("charge__fiscal_year", "charge__roll_line", "parcel__owner"), sample)
-    found += _first_differences(bills, _bill_differs, limit, lambda doc: (
+    found += _first_differences(bills, _bill_difference, limit, lambda doc: (
         f"bill {doc.number} ({doc.parcel.parcel_id}, issued {doc.issued_on.isoformat()}): its account figures "
         "recomputed now differ from the ones it printed"))
     return found

@@ -7,10 +7,13 @@ with the parcel number and the access code printed on the bill.
 - The claim checks the code of the parcel's *current* owner
   (``billing.documents.portal_access_code(parcel_id, owner_key)``), so after a sale the old owner's
   printed code no longer opens anything and the new owner's does.
-- Failed claims are counted per parcel in the shared cache (``parcels.throttle``: every worker and
-  app server sees one count, shared by every spelling of the number); after
-  ``CLAIM_FAILURE_LIMIT`` failures in the last hour the parcel refuses claims even with the right
-  code.
+- The cadastre number is read as the public lookup reads it (``billing.public``): with or without
+  its prefix and dashes ("LAJ-000006", "laj000006", "000006").
+- Failed claims are counted in the shared cache (``parcels.throttle``: every worker and app server
+  sees one count) per client address (``parcels.network.client_ip``): after
+  ``CLAIM_FAILURE_LIMIT`` failures in the last hour that address is refused even with the right
+  code. A parcel has only a high daily cap (``CLAIM_PARCEL_DAILY_LIMIT``), so a stranger guessing
+  at someone's number from elsewhere never shuts the owner out.
 """
 
 from __future__ import annotations
@@ -37,14 +40,19 @@ from django.utils.translation import gettext as _
 from parcels import throttle
 from parcels.models import Owner, Parcel
 from parcels.roles import LANDOWNER
+from parcels.search import CodeKey, code_matches
 from parcels.services import acting, user_create
 
 from .documents import portal_access_code
 
 logger = logging.getLogger("lajas.portal")
 
-CLAIM_FAILURE_LIMIT = 5
+CLAIM_FAILURE_LIMIT = 5  # failed claims per client address in the window
 CLAIM_WINDOW_SECONDS = 60 * 60
+# Failed claims of one parcel in a day, from any address: only a brake on a guesser spread over many
+# addresses (a code is 10 of 32 symbols), far above what the owner's own typing mistakes reach.
+CLAIM_PARCEL_DAILY_LIMIT = 100
+CLAIM_PARCEL_WINDOW_SECONDS = 24 * 60 * 60
 
 
 class ClaimRefused(ValidationError):
@@ -68,13 +76,35 @@ def access_code_matches(*, parcel: Parcel, typed: str) -> bool:
     return hmac.compare_digest(access_code_normalize(typed).encode(), expected.encode())
 
 
+# --- The cadastre number as typed ---------------------------------------------------------------
+
+CANDIDATES = 20
+
+
+def code_key(typed: str) -> str:
+    """A cadastre number as the search compares it: letters and digits, upper case."""
+    return "".join(ch for ch in typed.upper() if ch.isalnum())
+
+
+def parcel_candidates(typed: str) -> list[Parcel]:
+    """Parcels whose number is the one typed, with or without its prefix and dashes
+    ("LAJ-000123", "laj000123", "000123"): it ends the stored number's letters and digits. The
+    claim here and the public "¿cuánto debo?" (``billing.public``) read the number this way."""
+    key = code_key(typed)
+    if not key:
+        return []
+    rows = (Parcel.objects.select_related("owner").filter(code_matches("parcel_id", key))
+            .annotate(key=CodeKey("parcel_id")).order_by("parcel_id")[:CANDIDATES])
+    return [parcel for parcel in rows if parcel.key == key or (parcel.key.endswith(key) and not parcel.key[-len(key) - 1].isdigit())]
+
+
 # --- Claim throttling ------------------------------------------------------------------------
 
 
-def _claim_subject(*, parcel: Parcel | None, typed_parcel_id: str) -> str:
-    """One counter per parcel whatever the spelling; unknown numbers count under their own spelling,
-    so a refusal looks the same whether or not the parcel exists."""
-    return f"pk:{parcel.pk}" if parcel is not None else "typed:" + " ".join(typed_parcel_id.split()).upper()
+def _claim_subject(*, parcels: list[Parcel], typed_parcel_id: str) -> str:
+    """One counter per parcel whatever the spelling; a number that names no single parcel counts
+    under its letters and digits, so a refusal looks the same whether or not the parcel exists."""
+    return f"pk:{parcels[0].pk}" if len(parcels) == 1 else "typed:" + code_key(typed_parcel_id)
 
 
 def _email_taken(email: str) -> bool:
@@ -83,28 +113,40 @@ def _email_taken(email: str) -> bool:
     return get_user_model().objects.filter(Q(username__iexact=email) | Q(email__iexact=email)).exists()
 
 
-def account_claim(*, parcel_id: str, access_code: str, email: str, password: str) -> AbstractBaseUser:
+def account_claim(*, parcel_id: str, access_code: str, email: str, password: str, client: str) -> AbstractBaseUser:
     """A landowner account for the current owner of ``parcel_id``, proven by the bill's access code.
 
+    ``parcel_id`` is read as the public lookup reads it (with or without prefix and dashes);
+    ``client`` is the client's address (``parcels.network.client_ip``), whose failures are counted.
+
     Raises ``ClaimRefused``: ``mismatch`` (one message whether the parcel or the code was wrong),
-    ``throttled`` (too many failures for this parcel in the window, checked before the code), or
-    ``exists`` (an account already uses that email)."""
+    ``throttled`` (too many failures from this address in the hour, or for this parcel in the day,
+    checked before the code), or ``exists`` (an account already uses that email)."""
     email = email_normalize(email)
-    typed = parcel_id.strip()
-    matches = list(Parcel.objects.select_related("owner").filter(parcel_id__iexact=typed)[:2])
-    parcel = matches[0] if len(matches) == 1 else None
-    subject = _claim_subject(parcel=parcel, typed_parcel_id=typed)
-    if throttle.attempts(scope="portal-claim", subject=subject, limit=CLAIM_FAILURE_LIMIT) >= CLAIM_FAILURE_LIMIT:
-        logger.warning("portal claim throttled for parcel %r", typed)
+    candidates = parcel_candidates(parcel_id)
+    by_client = {"scope": "portal-claim-client", "subject": client, "limit": CLAIM_FAILURE_LIMIT}
+    by_parcel = {"scope": "portal-claim-parcel", "subject": _claim_subject(parcels=candidates, typed_parcel_id=parcel_id),
+                 "limit": CLAIM_PARCEL_DAILY_LIMIT}
+    if throttle.attempts(**by_client) >= CLAIM_FAILURE_LIMIT:
+        logger.warning("portal claim throttled for client %s, number %r", client, parcel_id[:40])
         raise ClaimRefused(
-            _("Hubo demasiados intentos fallidos con este número de catastro. Intente de nuevo en una hora "
+            _("Hubo demasiados intentos fallidos desde su conexión. Intente de nuevo en una hora "
               "o llame a la Autoridad de Tierras."),
             code="throttled",
         )
-    if parcel is None or not access_code_matches(parcel=parcel, typed=access_code):
-        throttle.attempt_record(scope="portal-claim", subject=subject, limit=CLAIM_FAILURE_LIMIT,
-                                window=CLAIM_WINDOW_SECONDS)
+    if throttle.attempts(**by_parcel) >= CLAIM_PARCEL_DAILY_LIMIT:
+        logger.warning("portal claim throttled for number %r (daily cap), client %s", parcel_id[:40], client)
+        raise ClaimRefused(
+            _("Hubo demasiados intentos fallidos con este número de catastro hoy. Intente de nuevo mañana "
+              "o llame a la Autoridad de Tierras."),
+            code="throttled",
+        )
+    matched = [parcel for parcel in candidates if access_code_matches(parcel=parcel, typed=access_code)]
+    if len(matched) != 1:
+        throttle.attempt_record(**by_client, window=CLAIM_WINDOW_SECONDS)
+        throttle.attempt_record(**by_parcel, window=CLAIM_PARCEL_WINDOW_SECONDS)
         raise ClaimRefused(_("El número de catastro o el código no coinciden."), code="mismatch")
+    parcel = matched[0]
     exists = ClaimRefused(
         _("Ya hay una cuenta con ese correo electrónico. Entre con su contraseña o use «¿Olvidó su contraseña?»."),
         code="exists",

@@ -18,9 +18,8 @@ from django.utils.translation import gettext as _
 
 from parcels import throttle
 from parcels.models import Parcel
-from parcels.search import CodeKey, code_matches
 
-from .portal import access_code_matches
+from .portal import access_code_matches, code_key, parcel_candidates
 
 logger = logging.getLogger("lajas.portal")
 
@@ -28,7 +27,6 @@ FAILURE_LIMIT = 5  # wrong codes per cadastre number in the window
 CLIENT_FAILURE_LIMIT = 10  # wrong pairs per client address in the window
 CLIENT_LOOKUP_LIMIT = 60  # lookups of any kind per client address in the window
 WINDOW_SECONDS = 60 * 60
-CANDIDATES = 20
 
 
 class LookupRefused(Exception):
@@ -44,22 +42,6 @@ class Found:
     parcel: Parcel
 
 
-def code_key(typed: str) -> str:
-    """A cadastre number as the search compares it: letters and digits, upper case."""
-    return "".join(ch for ch in typed.upper() if ch.isalnum())
-
-
-def _candidates(typed: str) -> list[Parcel]:
-    """Parcels whose number is the one typed, with or without its prefix and dashes
-    ("LAJ-000123", "laj000123", "000123"): it ends the stored number's letters and digits."""
-    key = code_key(typed)
-    if not key:
-        return []
-    rows = (Parcel.objects.select_related("owner").filter(code_matches("parcel_id", key))
-            .annotate(key=CodeKey("parcel_id")).order_by("parcel_id")[:CANDIDATES])
-    return [parcel for parcel in rows if parcel.key == key or (parcel.key.endswith(key) and not parcel.key[-len(key) - 1].isdigit())]
-
-
 def _refused(code: str) -> LookupRefused:
     if code == "throttled":
         return LookupRefused(_("Hubo demasiados intentos. Intente de nuevo en una hora o acuda a la Oficina del Colector."), code)
@@ -69,7 +51,7 @@ def _refused(code: str) -> LookupRefused:
 def lookup(*, parcel_id: str, access_code: str, client: str) -> Found:
     """The parcel of the typed cadastre number whose current owner's access code was typed;
     ``LookupRefused`` otherwise (or when throttled, checked before the code)."""
-    candidates = _candidates(parcel_id)
+    candidates = parcel_candidates(parcel_id)
     subject = f"pk:{candidates[0].pk}" if len(candidates) == 1 else "typed:" + code_key(parcel_id)
     by_parcel = {"scope": "owed-parcel", "subject": subject, "limit": FAILURE_LIMIT}
     by_client = {"scope": "owed-client", "subject": client, "limit": CLIENT_FAILURE_LIMIT}

@@ -1411,9 +1411,12 @@ def _position(day: date, recorded: datetime | None) -> tuple[date, datetime | No
     return (day, recorded)
 
 
-def _order(day: date, recorded: datetime | None, ref: str) -> tuple[date, float, str]:
-    """An entry's place in recording order: its date, then when it was recorded, then its row."""
-    return (day, recorded.timestamp() if recorded is not None else float("-inf"), ref)
+def _order(day: date, recorded: datetime | None, ref: str) -> tuple[date, int, datetime | str, str]:
+    """An entry's place in recording order: its date, then when it was recorded (an entry not yet
+    recorded, planned, before every recorded one of its day), then its row."""
+    if recorded is None:
+        return (day, 0, ref, ref)
+    return (day, 1, recorded, ref)
 
 
 def _after(entry: tuple[date, datetime | None], payment: tuple[date, datetime | None]) -> bool:

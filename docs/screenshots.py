@@ -171,9 +171,10 @@ def import_csv() -> str:
     parts = corrected.rsplit(",", 2)
     corrected = f"{parts[0]},2026-09-15,{parts[2]}"
     new = [
-        'LAJ-001501,DEMO-NEW-001,"Agrícola Palmarejo LLC",palmarejo@example.pr,private,"HC 1 Box 4410, Lajas, PR 00667",'
+        # LAJ-001501 and LAJ-001502 are the two parcels seed_demo's Authority registers by hand.
+        'LAJ-001601,DEMO-NEW-001,"Agrícola Palmarejo LLC",palmarejo@example.pr,private,"HC 1 Box 4410, Lajas, PR 00667",'
         "35.5000,0.0000,trial,2026-10-01,0.00",
-        'LAJ-001502,DEMO-NEW-001,"Agrícola Palmarejo LLC",palmarejo@example.pr,private,"HC 1 Box 4410, Lajas, PR 00667",'
+        'LAJ-001602,DEMO-NEW-001,"Agrícola Palmarejo LLC",palmarejo@example.pr,private,"HC 1 Box 4410, Lajas, PR 00667",'
         "0.0000,12.7500,trial,2026-10-01,0.00",
     ]
     return "\n".join([header, unchanged, corrected, *new]) + "\n"

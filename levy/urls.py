@@ -17,7 +17,7 @@ class FiscalYearConverter:
 
 register_converter(FiscalYearConverter, "fiscal_year")
 
-app_name = "levy"  # the project URLconf adds billing.roll_urls (finalize, corrections) to this namespace
+app_name = "levy"  # the project URLconf adds billing.web.urls' roll_patterns (finalize, corrections) to this namespace
 urlpatterns = [
     path("", views.year_list, name="year-list"),
     path("nuevo/", views.year_start, name="year-start"),

@@ -15,6 +15,7 @@ import unicodedata
 from dataclasses import dataclass
 
 from django.utils.translation import gettext_lazy as _
+from django.utils.translation import gettext_noop
 
 # States, the District of Columbia, the territories and the armed forces' postal "states" (an
 # absentee owner may live anywhere the Postal Service delivers); Puerto Rico first, the default.
@@ -31,9 +32,13 @@ PR_ZIP_PATTERN = r"^00[6-9]"
 ZIP_RE = re.compile(ZIP_PATTERN)
 PR_ZIP_RE = re.compile(PR_ZIP_PATTERN)
 
-ZIP_FORMAT_MESSAGE = _("El código postal (ZIP) se escribe con 5 dígitos (00667) o con 9, así: 00667-1234.")
-PR_ZIP_MESSAGE = _("Los códigos postales (ZIP) de Puerto Rico empiezan con 006, 007 o 009 (por ejemplo 00667 para Lajas).")
-STATE_MESSAGE = _("Estado desconocido «%(v)s»: use la abreviatura postal de dos letras (PR, FL, NY…).")
+# The Spanish source of each message (the import keeps it and translates it when read) and the message.
+ZIP_FORMAT_TEXT = gettext_noop("El código postal (ZIP) se escribe con 5 dígitos (00667) o con 9, así: 00667-1234.")
+PR_ZIP_TEXT = gettext_noop("Los códigos postales (ZIP) de Puerto Rico empiezan con 006, 007 o 009 (por ejemplo 00667 para Lajas).")
+STATE_TEXT = gettext_noop("Estado desconocido «%(v)s»: use la abreviatura postal de dos letras (PR, FL, NY…).")
+ZIP_FORMAT_MESSAGE = _(ZIP_FORMAT_TEXT)
+PR_ZIP_MESSAGE = _(PR_ZIP_TEXT)
+STATE_MESSAGE = _(STATE_TEXT)
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,5 @@
 import django_filters
+from django import forms
 from django.utils.text import format_lazy
 from django.utils.translation import gettext_lazy as _
 
@@ -19,7 +20,8 @@ class OrderingFilter(django_filters.OrderingFilter):
 
 
 class ParcelFilter(django_filters.FilterSet):
-    q = django_filters.CharFilter(label=_("Buscar (catastro o dueño)"), method="search")
+    q = django_filters.CharFilter(label=_("Buscar (catastro o dueño)"), method="search",
+                                  widget=forms.TextInput(attrs={"type": "search"}))
     inclusion = django_filters.ChoiceFilter(label=_("Inclusión"), choices=Parcel.Inclusion.choices, empty_label=_("Todas"))
     irrigation = django_filters.ChoiceFilter(
         label=_("Riego"),
@@ -42,6 +44,22 @@ class ParcelFilter(django_filters.FilterSet):
     class Meta:
         model = Parcel
         fields: list[str] = []
+
+    form_id = "parcel-search"  # the page's one form: the search field is in it, the filters below the results join it
+    search_field = "q"
+    not_filters = ("q", "o")  # not counted as filters applied
+
+    @property
+    def form(self):
+        form = super().form
+        for name, field in form.fields.items():
+            if name != self.search_field:
+                field.widget.attrs["form"] = self.form_id
+        return form
+
+    def filters_applied(self) -> int:
+        """How many filters (besides the search words and the order) narrow the list."""
+        return sum(1 for name in self.form.fields if name not in self.not_filters and self.data.get(name))
 
     def search(self, queryset, name, value):
         return parcels_matching(queryset, value)

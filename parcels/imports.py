@@ -17,11 +17,13 @@ import unicodedata
 from dataclasses import dataclass
 from datetime import date
 from decimal import Decimal, InvalidOperation
+from typing import Any
 
+from django.utils import translation
+from django.utils.translation import gettext, gettext_noop
 from django.utils.translation import gettext as _
-from django.utils.translation import gettext_lazy
 
-from .addresses import STATE_MESSAGE, STATES, Address, parse_address, zip_problem
+from .addresses import PR_ZIP_TEXT, STATE_TEXT, STATES, ZIP_FORMAT_TEXT, ZIP_RE, Address, parse_address, zip_problem
 
 REQUIRED_COLUMNS = (
     "parcel_id",
@@ -48,15 +50,50 @@ OWNER_KINDS = {"private": "private", "privado": "private", "public": "public", "
 LANGUAGES = {"es": "es", "espanol": "es", "spanish": "es", "en": "en", "ingles": "en", "english": "en"}
 MAX_ACRES = Decimal("99999999.9999")
 # Other separators a spreadsheet may write between columns: Excel in Spanish writes ";".
-OTHER_DELIMITERS = {";": gettext_lazy("punto y coma (;)"), "\t": gettext_lazy("tabulador")}
+OTHER_DELIMITERS = {";": gettext_noop("punto y coma (;)"), "\t": gettext_noop("tabulador")}
 DECIMAL_COMMA = re.compile(r"^[+-]?\d*,\d+$")
+
+
+@dataclass(frozen=True)
+class Message:
+    """Words kept as their Spanish source (the msgid) and their values, put into the reader's
+    language only when read (issue 18 point 19): an upload is parsed by a worker, in Spanish, and
+    read later by whoever opens it. A value may itself be a ``Message`` (a translated phrase)."""
+
+    msgid: str
+    params: tuple[tuple[str, Any], ...] = ()
+
+    @classmethod
+    def of(cls, msgid: str, **params: Any) -> Message:
+        return cls(msgid, tuple(params.items()))
+
+    def __str__(self) -> str:
+        text = gettext(self.msgid)
+        if not self.params:
+            return text
+        return text % {name: str(value) if isinstance(value, Message) else value for name, value in self.params}
+
+    def stored(self) -> dict[str, Any]:
+        """The JSON form an upload keeps: ``{"msgid": …, "params": {name: value or a stored Message}}``."""
+        return {"msgid": self.msgid, "params": {name: value.stored() if isinstance(value, Message) else value
+                                                for name, value in self.params}}
+
+    @classmethod
+    def from_stored(cls, data: dict[str, Any]) -> Message:
+        return cls(data["msgid"], tuple((name, cls.from_stored(value) if isinstance(value, dict) else value)
+                                        for name, value in (data.get("params") or {}).items()))
 
 
 @dataclass(frozen=True)
 class ImportError_:
     line: int
     column: str
-    message: str
+    text: Message
+
+    @property
+    def message(self) -> str:
+        """The error in the active language."""
+        return str(self.text)
 
     def __str__(self) -> str:
         return _("línea %(line)s, columna %(column)s: %(message)s") % {
@@ -64,6 +101,21 @@ class ImportError_:
             "column": self.column or "-",
             "message": self.message,
         }
+
+    def stored(self) -> dict[str, Any]:
+        """What an upload keeps of the error: its words as msgid and values, translated when the
+        page is read, and (for whoever reads the row itself) the Spanish text."""
+        with translation.override("es-pr"):
+            spanish = self.message
+        return {"line": self.line, "column": self.column, "message": spanish, **self.text.stored()}
+
+
+def stored_error_message(error: dict[str, Any]) -> str:
+    """A stored error's words in the active language; an upload stored before the errors kept
+    their msgid has only its Spanish text."""
+    if "msgid" in error:
+        return str(Message.from_stored(error))
+    return str(error.get("message", ""))
 
 
 @dataclass(frozen=True)
@@ -95,7 +147,7 @@ def _decode(data: bytes) -> tuple[str | None, ImportError_ | None]:
         return data.decode("utf-8-sig"), None
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
-        return None, ImportError_(line, "", _("el archivo no es UTF-8 (byte inválido en la posición %(pos)s)") % {"pos": exc.start})
+        return None, ImportError_(line, "", Message.of(gettext_noop("el archivo no es UTF-8 (byte inválido en la posición %(pos)s)"), pos=exc.start))
 
 
 def _folded(value: str) -> str:
@@ -109,17 +161,17 @@ def _number(value: str, column: str, line: int, errors: list[ImportError_]) -> D
     value = value.strip()
     if DECIMAL_COMMA.match(value):
         if len(value) - value.index(",") - 1 == 3:  # 1,250: a thousands separator or three decimals?
-            message = _("«%(v)s» es ambiguo: escriba %(whole)s o %(point)s (punto decimal, sin separador de miles)")
+            msgid = gettext_noop("«%(v)s» es ambiguo: escriba %(whole)s o %(point)s (punto decimal, sin separador de miles)")
         else:
-            message = _("«%(v)s» tiene coma decimal: use punto decimal: %(point)s")
-        errors.append(ImportError_(line, column, message % {
-            "v": value, "point": value.replace(",", "."), "whole": value.replace(",", ""),
-        }))
+            msgid = gettext_noop("«%(v)s» tiene coma decimal: use punto decimal: %(point)s")
+        errors.append(ImportError_(line, column, Message.of(
+            msgid, v=value, point=value.replace(",", "."), whole=value.replace(",", ""),
+        )))
         return None
     try:
         return Decimal(value)
     except InvalidOperation:
-        errors.append(ImportError_(line, column, _("número inválido «%(v)s» (use punto decimal y sin separador de miles: 1250.5)") % {"v": value}))
+        errors.append(ImportError_(line, column, Message.of(gettext_noop("número inválido «%(v)s» (use punto decimal y sin separador de miles: 1250.5)"), v=value)))
         return None
 
 
@@ -128,13 +180,13 @@ def _acres(value: str, column: str, line: int, errors: list[ImportError_]) -> De
     if amount is None:
         return None
     if not amount.is_finite():
-        errors.append(ImportError_(line, column, _("número inválido «%(v)s»") % {"v": value}))
+        errors.append(ImportError_(line, column, Message.of(gettext_noop("número inválido «%(v)s»"), v=value)))
         return None
     if amount < 0:
-        errors.append(ImportError_(line, column, _("los acres no pueden ser negativos")))
+        errors.append(ImportError_(line, column, Message.of(gettext_noop("los acres no pueden ser negativos"))))
         return None
     if amount > MAX_ACRES or amount.as_tuple().exponent < -4:  # type: ignore[operator]
-        errors.append(ImportError_(line, column, _("a lo sumo 4 decimales y 99,999,999.9999 acres")))
+        errors.append(ImportError_(line, column, Message.of(gettext_noop("a lo sumo 4 decimales y 99,999,999.9999 acres"))))
         return None
     return amount
 
@@ -156,6 +208,7 @@ def _other_delimiter(text: str, header: list[str]) -> str:
     return ""
 
 
+EXAMPLE_PREFIX = "EJEMPLO-"  # the template's example rows: a file still holding one is refused whole
 TEMPLATE_ROWS = (
     ("EJEMPLO-0001", "", "Carmen Irizarry", "carmen@example.pr", "privado", "HC 1 Box 123, Bo. Palmarejo, Lajas, PR 00667-1234",
      "", "español", "10.5", "0", "permanente", "2015-07-01", "0"),
@@ -171,13 +224,26 @@ TEMPLATE_COLUMNS = (
 
 
 def template_csv() -> bytes:
-    """The file to start from: every column and two example rows, UTF-8 with a BOM so that Excel
-    shows the accents right (``parse_parcel_csv`` skips the BOM)."""
+    """The file to start from: every column and the example rows (EJEMPLO-…, refused on import
+    until replaced), UTF-8 with a BOM so that Excel shows the accents right (``parse_parcel_csv``
+    skips the BOM)."""
     out = io.StringIO(newline="")
     writer = csv.writer(out, lineterminator="\r\n")
     writer.writerow(TEMPLATE_COLUMNS)
     writer.writerows(TEMPLATE_ROWS)
     return out.getvalue().encode("utf-8-sig")
+
+
+def _example_rows_error(lines: list[int]) -> ImportError_:
+    """The template's example rows were left in the file: one error, first, naming their lines."""
+    shown = ", ".join(str(line) for line in lines[:10]) + (", …" if len(lines) > 10 else "")
+    if len(lines) == 1:
+        msgid = gettext_noop("el archivo aún tiene una fila de ejemplo de la plantilla (catastro EJEMPLO-…), en la línea "
+                             "%(lines)s: bórrela y escriba sus predios; el archivo se rechaza entero")
+    else:
+        msgid = gettext_noop("el archivo aún tiene las filas de ejemplo de la plantilla (catastro EJEMPLO-…), en las líneas "
+                             "%(lines)s: bórrelas y escriba sus predios; el archivo se rechaza entero")
+    return ImportError_(lines[0], "parcel_id", Message.of(msgid, lines=shown))
 
 
 def _zip_typed(value: str) -> str:
@@ -199,10 +265,10 @@ def _owner_address(cell: dict[str, str], line: int, errors: list[ImportError_]) 
             return Address()
         address = parse_address(text)
         if address is None:
-            errors.append(ImportError_(line, "owner_address", _(
+            errors.append(ImportError_(line, "owner_address", Message.of(gettext_noop(
                 "no se entiende la dirección «%(v)s»: escríbala «línea 1, línea 2, pueblo, PR 00667» (la línea 2 es "
                 "opcional; el código postal al final) o use las columnas owner_address_line1, owner_town y owner_zip"
-            ) % {"v": text}))
+            ), v=text)))
             return None
         column_of = {"line1": "owner_address", "line2": "owner_address", "town": "owner_address"}
     else:
@@ -215,9 +281,9 @@ def _owner_address(cell: dict[str, str], line: int, errors: list[ImportError_]) 
             return Address()
         column_of = {"line1": "owner_address_line1", "line2": "owner_address_line2", "town": "owner_town"}
         missing = [(column, message) for value, column, message in (
-            (address.line1, "owner_address_line1", _("falta la línea 1 de la dirección")),
-            (address.town, "owner_town", _("falta el pueblo")),
-            (address.zip_code, "owner_zip", _("falta el código postal (ZIP)")),
+            (address.line1, "owner_address_line1", Message.of(gettext_noop("falta la línea 1 de la dirección"))),
+            (address.town, "owner_town", Message.of(gettext_noop("falta el pueblo"))),
+            (address.zip_code, "owner_zip", Message.of(gettext_noop("falta el código postal (ZIP)"))),
         ) if not value]
         if missing:
             errors.extend(ImportError_(line, column, message) for column, message in missing)
@@ -227,21 +293,23 @@ def _owner_address(cell: dict[str, str], line: int, errors: list[ImportError_]) 
     problems = len(errors)
     for part, limit in ADDRESS_LIMITS:
         if len(getattr(address, part)) > limit:
-            errors.append(ImportError_(line, column_of[part], _("%(part)s: más de %(n)s caracteres") % {"part": getattr(address, part)[:20] + "…", "n": limit}))
+            errors.append(ImportError_(line, column_of[part], Message.of(gettext_noop("%(part)s: más de %(n)s caracteres"), part=getattr(address, part)[:20] + "…", n=limit)))
     if address.state not in STATES:
-        errors.append(ImportError_(line, state_column, STATE_MESSAGE % {"v": address.state}))
+        errors.append(ImportError_(line, state_column, Message.of(STATE_TEXT, v=address.state)))
     elif zip_problem(address.zip_code, address.state):
-        errors.append(ImportError_(line, zip_column, f"«{address.zip_code}»: {zip_problem(address.zip_code, address.state)}"))
+        problem = ZIP_FORMAT_TEXT if not ZIP_RE.match(address.zip_code) else PR_ZIP_TEXT
+        errors.append(ImportError_(line, zip_column, Message.of(gettext_noop("«%(v)s»: %(problem)s"), v=address.zip_code,
+                                                                problem=Message.of(problem))))
     return address if len(errors) == problems else None
 
 
-def _csv_problem(exc: csv.Error) -> str:
+def _csv_problem(exc: csv.Error) -> Message:
     """What Python's csv module said, in the interface's language: its messages are English
     ("field larger than field limit (131072)") and would show as such in the Spanish page."""
     text = str(exc)
     if text.startswith("field larger than field limit"):
-        return _("un campo tiene más de %(n)s caracteres (¿unas comillas sin cerrar?)") % {"n": csv.field_size_limit()}
-    return _("el archivo no es un CSV válido en esta línea (revise las comillas)")
+        return Message.of(gettext_noop("un campo tiene más de %(n)s caracteres (¿unas comillas sin cerrar?)"), n=csv.field_size_limit())
+    return Message.of(gettext_noop("el archivo no es un CSV válido en esta línea (revise las comillas)"))
 
 
 def parse_parcel_csv(data: bytes) -> ParsedFile:
@@ -254,31 +322,31 @@ def parse_parcel_csv(data: bytes) -> ParsedFile:
     try:
         header = next(reader)
     except StopIteration:
-        return ParsedFile((), (ImportError_(1, "", _("el archivo está vacío")),))
+        return ParsedFile((), (ImportError_(1, "", Message.of(gettext_noop("el archivo está vacío"))),))
     except csv.Error as exc:
         return ParsedFile((), (ImportError_(reader.line_num or 1, "", _csv_problem(exc)),))
     header = [name.strip().lower() for name in header]
     delimiter = _other_delimiter(text, header)
     if delimiter:
-        return ParsedFile((), (ImportError_(1, "", _(
+        return ParsedFile((), (ImportError_(1, "", Message.of(gettext_noop(
             "las columnas están separadas por %(d)s, no por comas (Excel en español lo hace así): guarde el archivo "
             "con comas entre columnas y punto decimal, como la plantilla"
-        ) % {"d": OTHER_DELIMITERS[delimiter]}),))
+        ), d=Message.of(OTHER_DELIMITERS[delimiter]))),))
     errors: list[ImportError_] = []
     for column in REQUIRED_COLUMNS:
         if column not in header:
-            errors.append(ImportError_(1, column, _("falta la columna")))
+            errors.append(ImportError_(1, column, Message.of(gettext_noop("falta la columna"))))
     for column in header:
         if column and column not in REQUIRED_COLUMNS + OPTIONAL_COLUMNS:
-            errors.append(ImportError_(1, column, _("columna desconocida")))
+            errors.append(ImportError_(1, column, Message.of(gettext_noop("columna desconocida"))))
     if len(set(header)) != len(header):
-        errors.append(ImportError_(1, "", _("hay columnas repetidas")))
+        errors.append(ImportError_(1, "", Message.of(gettext_noop("hay columnas repetidas"))))
     part_columns = [column for column in ADDRESS_PART_COLUMNS if column in header]
     if "owner_address" in header and part_columns:
-        errors.append(ImportError_(1, part_columns[0], _(
+        errors.append(ImportError_(1, part_columns[0], Message.of(gettext_noop(
             "la dirección va en owner_address («línea 1, línea 2, pueblo, PR 00667») o en sus columnas "
             "(owner_address_line1, owner_town, owner_zip…), no en ambas"
-        )))
+        ))))
     if errors:
         return ParsedFile((), tuple(errors))
 
@@ -287,6 +355,7 @@ def parse_parcel_csv(data: bytes) -> ParsedFile:
     has_parts = bool(part_columns)
     rows: list[ParcelRow] = []
     first_line: dict[str, int] = {}
+    example_lines: list[int] = []
     line = 1
     try:
         for record in reader:
@@ -294,58 +363,63 @@ def parse_parcel_csv(data: bytes) -> ParsedFile:
             if not any(cell.strip() for cell in record):
                 continue
             if len(record) != len(header):
-                message = _("tiene %(n)s columnas; el encabezado tiene %(h)s") % {"n": len(record), "h": len(header)}
                 if len(record) > len(header):
-                    message += _(" (¿una coma decimal? use punto decimal: 12.5; un texto con comas va entre comillas)")
-                errors.append(ImportError_(line, "", message))
+                    msgid = gettext_noop("tiene %(n)s columnas; el encabezado tiene %(h)s (¿una coma decimal? use punto decimal: "
+                                         "12.5; un texto con comas va entre comillas)")
+                else:
+                    msgid = gettext_noop("tiene %(n)s columnas; el encabezado tiene %(h)s")
+                errors.append(ImportError_(line, "", Message.of(msgid, n=len(record), h=len(header))))
                 continue
             cell = {name: record[position].strip() for name, position in index.items()}
             row_errors: list[ImportError_] = []
 
             parcel_id = cell["parcel_id"]
+            if parcel_id.upper().startswith(EXAMPLE_PREFIX):
+                example_lines.append(line)  # refused whole below, whatever else the row says
+                continue
             if not parcel_id:
-                row_errors.append(ImportError_(line, "parcel_id", _("vacío")))
+                row_errors.append(ImportError_(line, "parcel_id", Message.of(gettext_noop("vacío"))))
             elif len(parcel_id) > 40:
-                row_errors.append(ImportError_(line, "parcel_id", _("más de 40 caracteres")))
+                row_errors.append(ImportError_(line, "parcel_id", Message.of(gettext_noop("más de 40 caracteres"))))
             elif parcel_id in first_line:
-                row_errors.append(ImportError_(line, "parcel_id", _("«%(p)s» repetido (ya en la línea %(l)s)") % {"p": parcel_id, "l": first_line[parcel_id]}))
+                row_errors.append(ImportError_(line, "parcel_id", Message.of(gettext_noop("«%(p)s» repetido (ya en la línea %(l)s)"), p=parcel_id, l=first_line[parcel_id])))
             else:
                 first_line[parcel_id] = line
 
             if not cell["owner_name"]:
-                row_errors.append(ImportError_(line, "owner_name", _("vacío")))
+                row_errors.append(ImportError_(line, "owner_name", Message.of(gettext_noop("vacío"))))
             elif len(cell["owner_name"]) > 200:
-                row_errors.append(ImportError_(line, "owner_name", _("más de 200 caracteres")))
+                row_errors.append(ImportError_(line, "owner_name", Message.of(gettext_noop("más de 200 caracteres"))))
             email = cell["owner_email"]
             if email and ("@" not in email or " " in email or len(email) > 254):
-                row_errors.append(ImportError_(line, "owner_email", _("correo electrónico inválido «%(v)s»") % {"v": email}))
+                row_errors.append(ImportError_(line, "owner_email", Message.of(gettext_noop("correo electrónico inválido «%(v)s»"), v=email)))
             kind = OWNER_KINDS.get(_folded(cell["owner_kind"]), "")
             if not kind:
-                row_errors.append(ImportError_(line, "owner_kind", _("tipo de dueño desconocido «%(v)s» (privado o público)") % {"v": cell["owner_kind"]}))
+                row_errors.append(ImportError_(line, "owner_kind", Message.of(gettext_noop("tipo de dueño desconocido «%(v)s» (privado o público)"), v=cell["owner_kind"])))
             owner_id = cell.get("owner_id", "")
             if len(owner_id) > 40:
-                row_errors.append(ImportError_(line, "owner_id", _("más de 40 caracteres")))
+                row_errors.append(ImportError_(line, "owner_id", Message.of(gettext_noop("más de 40 caracteres"))))
 
             address = _owner_address(cell, line, row_errors) if has_address or has_parts else None
             care_of = cell["owner_care_of"] if "owner_care_of" in cell else None
             if care_of is not None and len(care_of) > 100:
-                row_errors.append(ImportError_(line, "owner_care_of", _("más de 100 caracteres")))
+                row_errors.append(ImportError_(line, "owner_care_of", Message.of(gettext_noop("más de 100 caracteres"))))
             elif care_of and address is not None and address.is_empty:
-                row_errors.append(ImportError_(line, "owner_care_of", _("un a/c necesita la dirección del dueño en la misma fila")))
+                row_errors.append(ImportError_(line, "owner_care_of", Message.of(gettext_noop("un a/c necesita la dirección del dueño en la misma fila"))))
             language = None
             if cell.get("owner_language"):
                 language = LANGUAGES.get(_folded(cell["owner_language"]))
                 if language is None:
-                    row_errors.append(ImportError_(line, "owner_language", _("idioma desconocido «%(v)s» (español o inglés)") % {"v": cell["owner_language"]}))
+                    row_errors.append(ImportError_(line, "owner_language", Message.of(gettext_noop("idioma desconocido «%(v)s» (español o inglés)"), v=cell["owner_language"])))
 
             gravity = _acres(cell["gravity_acres"], "gravity_acres", line, row_errors)
             pumped = _acres(cell["pumped_acres"], "pumped_acres", line, row_errors)
             if gravity is not None and pumped is not None and gravity == 0 and pumped == 0:
-                row_errors.append(ImportError_(line, "gravity_acres", _("los acres por gravedad y por bombeo no pueden ser ambos cero")))
+                row_errors.append(ImportError_(line, "gravity_acres", Message.of(gettext_noop("los acres por gravedad y por bombeo no pueden ser ambos cero"))))
 
             inclusion = INCLUSIONS.get(_folded(cell["inclusion"]), "")
             if not inclusion:
-                row_errors.append(ImportError_(line, "inclusion", _("inclusión desconocida «%(v)s» (permanente, prueba o excluido)") % {"v": cell["inclusion"]}))
+                row_errors.append(ImportError_(line, "inclusion", Message.of(gettext_noop("inclusión desconocida «%(v)s» (permanente, prueba o excluido)"), v=cell["inclusion"])))
 
             water_since = None
             if cell["water_since"]:
@@ -354,14 +428,14 @@ def parse_parcel_csv(data: bytes) -> ParsedFile:
                     if len(cell["water_since"]) != 10:
                         raise ValueError
                 except ValueError:
-                    row_errors.append(ImportError_(line, "water_since", _("fecha inválida «%(v)s» (AAAA-MM-DD)") % {"v": cell["water_since"]}))
+                    row_errors.append(ImportError_(line, "water_since", Message.of(gettext_noop("fecha inválida «%(v)s» (AAAA-MM-DD)"), v=cell["water_since"])))
                     water_since = None
 
             credit = _number(cell["credit_percent"] or "0", "credit_percent", line, row_errors)
             if credit is not None and (
                 not credit.is_finite() or credit < 0 or credit > 100 or credit.as_tuple().exponent < -2  # type: ignore[operator]
             ):
-                row_errors.append(ImportError_(line, "credit_percent", _("crédito fuera de 0–100 o con más de 2 decimales «%(v)s»") % {"v": cell["credit_percent"]}))
+                row_errors.append(ImportError_(line, "credit_percent", Message.of(gettext_noop("crédito fuera de 0–100 o con más de 2 decimales «%(v)s»"), v=cell["credit_percent"])))
 
             if row_errors:
                 errors.extend(row_errors)
@@ -386,8 +460,10 @@ def parse_parcel_csv(data: bytes) -> ParsedFile:
             )
     except csv.Error as exc:  # the reader has read up to the line where it stopped
         errors.append(ImportError_(max(reader.line_num, line + 1), "", _csv_problem(exc)))
+    if example_lines:
+        errors.insert(0, _example_rows_error(example_lines))
     if not rows and not errors:
-        errors.append(ImportError_(2, "", _("el archivo no tiene filas de datos")))
+        errors.append(ImportError_(2, "", Message.of(gettext_noop("el archivo no tiene filas de datos"))))
     if errors:
         return ParsedFile((), tuple(errors))
     return ParsedFile(tuple(rows), ())

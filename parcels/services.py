@@ -21,8 +21,9 @@ from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_noop
 
-from .imports import ImportError_, ParcelRow, parse_parcel_csv
+from .imports import ImportError_, Message, ParcelRow, parse_parcel_csv
 from .models import Owner, OwnerAccount, OwnershipTransfer, Parcel, PasswordChangeDue, StaffProfile, cuerdas_to_acres
 from .roles import LANDOWNER, ROLES, STAFF_ROLES
 
@@ -250,9 +251,9 @@ def _address_whole(values: tuple) -> bool:
 
 def _address_not_whole(row: ParcelRow) -> ImportError_:
     column = "owner_care_of" if row.owner_care_of else "owner_address"
-    return ImportError_(row.line, column, _(
+    return ImportError_(row.line, column, Message.of(gettext_noop(
         "el dueño quedaría con una dirección incompleta (a/c sin dirección, o sin línea 1, pueblo o código postal)"
-    ))
+    )))
 
 
 def _address_shown(values: tuple) -> str:
@@ -282,7 +283,8 @@ def import_plan(rows: tuple[ParcelRow, ...]) -> ImportPlan:
                 row.owner_address != first.owner_address or row.owner_care_of != first.owner_care_of
                 or (row.owner_language or "") != (first.owner_language or "")
             ):
-                plan.errors.append(ImportError_(row.line, "owner_id", _("el dueño «%(k)s» tiene otros datos en la línea %(l)s") % {"k": row.owner_id, "l": first.line}))
+                plan.errors.append(ImportError_(row.line, "owner_id", Message.of(
+                    gettext_noop("el dueño «%(k)s» tiene otros datos en la línea %(l)s"), k=row.owner_id, l=first.line)))
     if plan.errors:
         return plan
 

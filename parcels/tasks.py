@@ -23,7 +23,7 @@ def parse_upload(job: Job, progress: JobProgress) -> dict:
     progress.set(1, 3)
     if parsed.errors:
         upload.status = ImportUpload.Status.REJECTED
-        upload.errors = [{"line": e.line, "column": e.column, "message": e.message} for e in parsed.errors]
+        upload.errors = [e.stored() for e in parsed.errors]
         upload.save(update_fields=["status", "errors"])
         progress.set(3, 3)
         return {"errors": len(parsed.errors)}
@@ -31,7 +31,7 @@ def parse_upload(job: Job, progress: JobProgress) -> dict:
     progress.set(2, 3)
     if plan.errors:
         upload.status = ImportUpload.Status.REJECTED
-        upload.errors = [{"line": e.line, "column": e.column, "message": e.message} for e in plan.errors]
+        upload.errors = [e.stored() for e in plan.errors]
     else:
         upload.status = ImportUpload.Status.READY
         upload.summary = plan.summary()
@@ -58,7 +58,7 @@ def apply_upload(job: Job, progress: JobProgress) -> dict:
             upload.summary = result.summary
         else:
             upload.status = ImportUpload.Status.REJECTED
-            upload.errors = [{"line": e.line, "column": e.column, "message": e.message} for e in result.errors]
+            upload.errors = [e.stored() for e in result.errors]
         upload.save(update_fields=["status", "summary", "errors"])
     progress.set(1, 1)
     return {"status": upload.status}

@@ -18,13 +18,14 @@ from django.views.decorators.http import require_POST
 from . import selectors, services
 from .access import get_parcel_for_user
 from .forms import ImportUploadForm, OwnerForm, ParcelForm, TransferForm
-from .imports import template_csv
+from .imports import stored_error_message, template_csv
 from .models import AccessEvent, ImportUpload, Job, Owner, Parcel
 from .roles import AUDITOR, AUTHORITY, COLLECTOR, HACIENDA, STAFF_ROLES, SUPERVISOR, has_role, role_required
 from .search import owners_matching
 
 REGISTRY_READERS = (AUTHORITY, HACIENDA, COLLECTOR, SUPERVISOR, AUDITOR)
 PAGE_SIZE = 50
+IMPORT_ERRORS_SHOWN = 500  # a rejected file's errors listed on its page
 CHANGES = "changes"  # the audit page's event type for the registry history (the rest are AccessEvent kinds)
 
 
@@ -32,7 +33,10 @@ CHANGES = "changes"  # the audit page's event type for the registry history (the
 def parcel_list(request: HttpRequest) -> HttpResponse:
     filterset = selectors.parcel_list(params=request.GET)
     page = Paginator(filterset.qs, PAGE_SIZE).get_page(request.GET.get("page"))
-    return render(request, "parcels/parcel_list.html", {"filter": filterset, "page": page})
+    searched = any(request.GET.get(name) for name in (*filterset.form.fields, "page"))
+    return render(request, "parcels/parcel_list.html", {
+        "filter": filterset, "page": page, "searched": searched, "active_filters": filterset.filters_applied(),
+    })
 
 
 @login_required
@@ -218,8 +222,11 @@ def import_detail(request: HttpRequest, pk: int) -> HttpResponse:
          "water_since": _import_value("water_since", row.get("water_since") or "")}
         for row in summary.get("created_rows", [])
     ]
+    # stored as msgid and values (parsed by a worker, in Spanish), read in the reader's language
+    errors = [{"line": e.get("line"), "column": e.get("column"), "message": stored_error_message(e)}
+              for e in (upload.errors or [])[:IMPORT_ERRORS_SHOWN]]
     return render(request, "parcels/import_detail.html", {
-        "upload": upload, "job": upload.job, "created_rows": created_rows,
+        "upload": upload, "job": upload.job, "created_rows": created_rows, "errors": errors,
         "changes": _import_changes(summary.get("changes", [])),
         "owner_changes": _import_changes(summary.get("owner_changes", [])),
     })

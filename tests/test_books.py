@@ -310,19 +310,22 @@ def test_a_tampered_estado_or_certificate_snapshot_is_found_naming_it(books_dist
     from billing.models import AccountStatement, DebtCertificate
 
     estado, certificate = AccountStatement.objects.get(), DebtCertificate.objects.get()
+    estado_total = estado.snapshot["total_due"]
     forged = {**estado.snapshot, "total_due": str(Decimal(estado.snapshot["total_due"]) - Decimal("100.00"))}
     with pgtrigger.ignore("billing.AccountStatement:append_only"):
         AccountStatement.objects.filter(pk=estado.pk).update(snapshot=forged)
     assert issued_findings() == [
         f"issued: estado {estado.number} (P3, as of 2026-12-01): the statement of that day recomputed now differs from "
-        "the one it stored"]
+        f"the one it stored (total_due: stored {forged['total_due']}, now {estado_total})"]
     code, out, _err = verify_books("--no-record")
     assert code == 1 and f"issued: estado {estado.number} " in out
     installments = certificate.snapshot["installments"]
     forged = {**certificate.snapshot, "installments": [{**installments[0], "paid": "1.00"}, *installments[1:]]}
     with pgtrigger.ignore("billing.DebtCertificate:append_only"):
         DebtCertificate.objects.filter(pk=certificate.pk).update(snapshot=forged)
-    assert issued_findings()[1].startswith(f"issued: debt certificate {certificate.number} (P3, as of 2026-12-01)")
+    finding = issued_findings()[1]
+    assert finding.startswith(f"issued: debt certificate {certificate.number} (P3, as of 2026-12-01)")
+    assert finding.endswith("(installments differs)")
 
 
 @pytest.mark.books_unchecked

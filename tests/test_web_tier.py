@@ -28,7 +28,7 @@ from django.urls import reverse
 
 from billing import accounts
 from billing.portal import CLAIM_FAILURE_LIMIT
-from billing.portal_forms import PASSWORD_RESET_PER_CLIENT, PASSWORD_RESET_PER_EMAIL
+from billing.web.portal import PASSWORD_RESET_PER_CLIENT, PASSWORD_RESET_PER_EMAIL
 from lajas_portal.settings import cache_settings
 from parcels.middleware import client_ip
 from parcels.services import user_create
@@ -91,7 +91,8 @@ def test_migrate_creates_the_cache_table_when_it_is_missing():
 
 
 def test_claim_failures_in_another_process_count_toward_the_same_limit(seed_rows, parcel_a):
-    """Three failures here, two in another process: the next claim, with the right code, is refused."""
+    """Three failures here, two in another process (from the same client address, 127.0.0.1, the
+    test client's): the next claim, with the right code, is refused."""
     from billing.documents import portal_access_code
 
     client = Client()
@@ -102,7 +103,7 @@ def test_claim_failures_in_another_process_count_toward_the_same_limit(seed_rows
         "for _ in range(2):\n"
         "    try:\n"
         "        portal.account_claim(parcel_id='laj-a1', access_code='AAAAA-AAAAA', email='x@example.pr',"
-        " password='Riego-Valle-Lajas-2026')\n"
+        " password='Riego-Valle-Lajas-2026', client='127.0.0.1')\n"
         "    except portal.ClaimRefused as exc:\n"
         "        print(exc.code)\n"
     )
@@ -171,7 +172,7 @@ def test_with_cache_url_the_throttles_hold_across_processes_in_redis(seed_rows, 
     client = Client()
     for _ in range(CLAIM_FAILURE_LIMIT - 1):
         claim(client, WRONG_CODE)
-    assert len(store.keys("*throttle:portal-claim:*")) == CLAIM_FAILURE_LIMIT - 1  # in Redis, not in the table
+    assert len(store.keys("*throttle:portal-claim-client:*")) == CLAIM_FAILURE_LIMIT - 1  # in Redis, not in the table
     with connection.cursor() as cursor:
         cursor.execute(f"SELECT count(*) FROM {cache_settings('')['LOCATION']}")
         assert cursor.fetchone() == (0,)
@@ -179,7 +180,7 @@ def test_with_cache_url_the_throttles_hold_across_processes_in_redis(seed_rows, 
                            "from billing import portal\n"
                            "try:\n"
                            "    portal.account_claim(parcel_id='LAJ-A1', access_code='AAAAA-AAAAA', email='x@example.pr',"
-                           " password='Riego-Valle-Lajas-2026')\n"
+                           " password='Riego-Valle-Lajas-2026', client='127.0.0.1')\n"
                            "except portal.ClaimRefused as exc:\n"
                            "    print(exc.code)\n"],
                           cwd=ROOT, env=child_env(CACHE_URL=redis_url), capture_output=True, text=True, timeout=120)
@@ -460,7 +461,7 @@ def test_a_roll_export_cut_half_way_is_a_500_not_a_shorter_file(hacienda_client,
 
 @pytest.mark.django_db
 def test_the_delinquent_csv_cut_half_way_is_a_500_not_a_shorter_file(hacienda_client, monkeypatch):
-    from billing import hacienda_views
+    from billing.web import hacienda as hacienda_views
 
     url = reverse("collections:delinquent") + "?format=csv&as_of=2026-09-02"
     whole = hacienda_client.get(url)

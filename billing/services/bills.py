@@ -103,7 +103,10 @@ def accounts_facts(*, charges: Sequence[Charge], issued_on: date, known_by: Know
     for charge in charges:
         account = accounts[charge.parcel_id]
         key = charge_key(charge.pk)
-        state = next(s for s in account.state.charges if s.key == key)
+        state = next((s for s in account.state.charges if s.key == key), None)
+        if state is None:  # the books of that day did not hold the charge yet
+            raise BillingError(_("El cargo %(c)s no estaba en los libros el %(d)s: no se emite un aviso de un día "
+                                 "anterior al cargo.") % {"c": charge.description, "d": issued_on.strftime("%d/%m/%Y")})
         to_pay = rules.amount_to_pay(account=account.state, charge_key=key)
         facts[charge.pk] = AccountFacts(state=state, total_due=account.state.total_due, rate=params.surcharge_rate,
                                         grace_days=params.grace_days, to_pay=to_pay, owed=_owed_lines(account, to_pay, key))

@@ -13,14 +13,17 @@ from billing import accounts
 register = template.Library()
 
 
-@register.inclusion_tag("billing/_parcel_owed_box.html")
-def parcel_owed_box(parcel: Any) -> dict[str, Any]:
-    """The statement's total due today, and its oldest unpaid line's last day to pay."""
+@register.inclusion_tag("billing/_parcel_owed_box.html", takes_context=True)
+def parcel_owed_box(context: template.Context, parcel: Any) -> dict[str, Any]:
+    """The statement's total due today, and its oldest unpaid line's last day to pay; worded to
+    the reader ("Usted debe hoy") for the landowner, about the parcel ("Adeuda hoy") for staff."""
     today = timezone.localdate()
     statement = accounts.statement(parcel=parcel, as_of=today)
     unpaid = [line for line in statement.lines if line.balance > 0]
     first = min(unpaid, key=lambda line: line.last_day_to_pay) if unpaid else None
-    return {"parcel": parcel, "statement": statement, "first": first, "late": first is not None and first.last_day_to_pay < today}
+    landowner = bool((context.get("role") or {}).get("landowner"))
+    return {"parcel": parcel, "statement": statement, "first": first, "late": first is not None and first.last_day_to_pay < today,
+            "landowner": landowner}
 
 
 @register.simple_tag

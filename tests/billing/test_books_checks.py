@@ -20,10 +20,11 @@ from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 from procrastinate.contrib.django import app
 
-from billing import books_views, tasks
+from billing import tasks
 from billing.management.commands import backup
 from billing.models import BooksCheck, LedgerEntry
 from billing.services import books_checks
+from billing.web import books as books_views
 from tests.billing.conftest import district_1, staff  # noqa: F401
 from tests.commands import run_command
 from tests.test_books import build_books

@@ -137,3 +137,17 @@ def test_a_back_dated_payment_and_a_void_recorded_later_do_not_reach_back(year_2
         assert read(p5, date(2027, 8, 22)) == before
         assert read(p5, date(2027, 8, 25))["total_due"] == "800.00"  # both payments counted at the end of 08-25
         assert accounts.statement(parcel=p5, as_of=date(2027, 8, 26)).total_due == D("900.00")  # the void counts today
+
+
+@pytest.mark.django_db
+def test_a_bill_of_a_day_before_its_charge_was_recorded_is_refused_with_a_reason(year_2027):
+    """A bill reads the books as they stood on its day (§1); a day before the roll was finalized
+    holds no installment, and the bill is refused in words, not with a StopIteration."""
+    from billing.errors import BillingError
+    from billing.services.bills import accounts_facts
+
+    charge = Charge.objects.filter(parcel=year_2027["P1"], number=1).get()
+    with on_day(date(2027, 7, 5)), pytest.raises(BillingError, match="no estaba en los libros el 29/06/2027"):
+        accounts_facts(charges=[charge], issued_on=date(2027, 6, 29))
+    with on_day(date(2027, 7, 5)):
+        assert accounts_facts(charges=[charge], issued_on=date(2027, 6, 30))[charge.pk].state.key == accounts.charge_key(charge.pk)

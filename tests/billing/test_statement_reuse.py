@@ -11,9 +11,9 @@ from decimal import Decimal
 import pytest
 from django.urls import reverse
 
-from billing import portal_views
 from billing.models import AccountStatement, IssuedDocument
 from billing.services import counter
+from billing.web import portal as portal_views
 from parcels.models import AccessEvent, Parcel
 from tests.clock import on_day
 

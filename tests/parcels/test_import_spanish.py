@@ -178,7 +178,10 @@ def test_the_unchanged_rows_are_counted_not_listed(client, users, django_capture
 
 
 @pytest.mark.django_db
-def test_the_template_downloads_and_imports_as_it_is(client, users, django_capture_on_commit_callbacks):
+def test_the_template_downloads_and_its_rows_import_once_renumbered(client, users, django_capture_on_commit_callbacks):
+    """The template's example rows are valid rows (each column as the page describes it), but the
+    template itself is refused whole while they keep their EJEMPLO- numbers (issue 18 point 19):
+    a clerk who uploads it untouched would otherwise add three made-up parcels to the registry."""
     client.force_login(users["authority"])
     upload_page = client.get(reverse("parcels:import-upload")).content.decode()
     assert reverse("parcels:import-template") in upload_page and "<code>permanente</code>" in upload_page
@@ -187,7 +190,10 @@ def test_the_template_downloads_and_imports_as_it_is(client, users, django_captu
     assert "plantilla_predios.csv" in response["Content-Disposition"]
     body = response.content
     assert body.startswith(b"\xef\xbb\xbfparcel_id,owner_id,owner_name,") and "público".encode() in body
-    upload = _upload(client, body, django_capture_on_commit_callbacks)
+    untouched = _upload(client, body, django_capture_on_commit_callbacks)
+    assert untouched.status == "rejected" and [(e["line"], e["column"]) for e in untouched.errors] == [(2, "parcel_id")]
+    assert not Parcel.objects.filter(parcel_id__startswith="EJEMPLO-").exists()
+    upload = _upload(client, body.replace(b"EJEMPLO-", b"LAJ-"), django_capture_on_commit_callbacks)
     assert upload.status == "ready", upload.errors
     with django_capture_on_commit_callbacks(execute=True):
         client.post(reverse("parcels:import-confirm", args=[upload.pk]))
@@ -195,7 +201,7 @@ def test_the_template_downloads_and_imports_as_it_is(client, users, django_captu
     assert upload.status == "applied" and upload.summary["created"] == 3
     first, second, third = Parcel.objects.select_related("owner").order_by("parcel_id")
     assert (first.parcel_id, first.owner.name, first.owner.kind, first.owner.preferred_language) == (
-        "EJEMPLO-0001", "Carmen Irizarry", "private", "es")
+        "LAJ-0001", "Carmen Irizarry", "private", "es")
     assert first.owner.address_block == ("HC 1 BOX 123", "BO PALMAREJO", "LAJAS PR 00667-1234")
     assert second.owner.address_block == ("C/O OFICINA DE FINANZAS", "APARTADO 910", "LAJAS PR 00667")
     assert (third.owner.preferred_language, third.owner.address_block) == ("en", ("125 MAIN ST", "APT 4", "ORLANDO FL 32801"))

@@ -13,7 +13,8 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from billing.portal import CLAIM_FAILURE_LIMIT, CLAIM_WINDOW_SECONDS
+from billing import portal
+from billing.portal import CLAIM_FAILURE_LIMIT, CLAIM_PARCEL_DAILY_LIMIT, CLAIM_WINDOW_SECONDS
 from parcels.roles import ROLES
 from parcels.services import parcel_transfer, user_create
 from tests.known_codes import ACCESS_CODES, TEST_SECRET_KEY
@@ -209,7 +210,7 @@ def test_wrong_code_or_unknown_parcel_gives_one_generic_error_and_no_user(client
 
 @pytest.mark.django_db
 def test_sixth_failed_claim_in_an_hour_is_refused_even_with_the_right_code(client, parcel_a):
-    # Spellings of the number share one counter.
+    # One client address (the test client's): its failures count, whatever the spelling.
     for typed in ("LAJ-A1", "laj-a1", " LAJ-A1", "Laj-A1", "LAJ-A1 ")[:CLAIM_FAILURE_LIMIT]:
         response = client.post(reverse("portal:claim"), claim_data(typed, "AAAAA-AAAAA"))
         assert GENERIC_ERROR in response.content.decode()
@@ -234,6 +235,64 @@ def test_claim_throttle_ends_after_the_hour(client, parcel_a, cache_clock):
     response = client.post(reverse("portal:claim"), right)
     assert response.status_code == 302
     assert User.objects.get(username="nuevo@example.pr").owner_account.owner.owner_key == "OWN-A"
+
+
+STRANGER, OWNER = "203.0.113.9", "198.51.100.7"
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("typed", ["000006", "laj000006", " LAJ-000006 ", "laj 000006"])
+def test_claim_reads_the_number_as_the_public_lookup_does(client, owner_a, make_parcel, typed):
+    """Issue 18 §10: "000006" opened /cuanto-debo/ but the claim refused it (and counted the try)."""
+    from billing.documents import portal_access_code
+
+    make_parcel("LAJ-000006", owner_a)
+    make_parcel("LAJ-000016", owner_a)  # ends in 6 too: not the one meant
+    response = client.post(reverse("portal:claim"), claim_data(typed, portal_access_code("LAJ-000006", "OWN-A")))
+    assert response.status_code == 302 and response["Location"] == reverse("home")
+    assert User.objects.get(username="nuevo@example.pr").owner_account.owner == owner_a
+
+
+@pytest.mark.django_db
+def test_a_strangers_failures_from_another_address_never_shut_the_owner_out(client, owner_a, parcel_a):
+    """Issue 18 §10: wrong tries count per client address; the stranger is stopped, the owner is not."""
+    for _ in range(CLAIM_FAILURE_LIMIT):
+        response = client.post(reverse("portal:claim"), claim_data("LAJ-A1", "AAAAA-AAAAA"), REMOTE_ADDR=STRANGER)
+        assert GENERIC_ERROR in response.content.decode()
+    right = claim_data("LAJ-A1", expected_code("LAJ-A1", "OWN-A"))
+    refused = client.post(reverse("portal:claim"), right, REMOTE_ADDR=STRANGER).content.decode()
+    assert "demasiados intentos fallidos desde su conexión" in refused
+    # the stranger's address is stopped for any number, not only the one it tried
+    other = client.post(reverse("portal:claim"), claim_data("LAJ-B1", "AAAAA-AAAAA"), REMOTE_ADDR=STRANGER).content.decode()
+    assert "desde su conexión" in other and GENERIC_ERROR not in other
+    owner = Client().post(reverse("portal:claim"), right, REMOTE_ADDR=OWNER)
+    assert owner.status_code == 302
+    assert User.objects.get(username="nuevo@example.pr").owner_account.owner == owner_a
+
+
+@pytest.mark.django_db
+def test_a_parcel_has_a_high_daily_cap_of_failures_from_every_address(client, parcel_a, monkeypatch, cache_clock):
+    """A guesser spread over many addresses meets the parcel's daily cap; it is high (the owner's own
+    mistakes never reach it) and lasts a day."""
+    assert CLAIM_PARCEL_DAILY_LIMIT >= 20 * CLAIM_FAILURE_LIMIT
+    monkeypatch.setattr(portal, "CLAIM_PARCEL_DAILY_LIMIT", 3)  # the same rule, reached in three tries
+    for n in range(3):  # every spelling of the number counts for the parcel
+        client.post(reverse("portal:claim"), claim_data(("LAJ-A1", "laja1", "a1")[n], "AAAAA-AAAAA"), REMOTE_ADDR=f"203.0.113.{n + 1}")
+    right = claim_data("LAJ-A1", expected_code("LAJ-A1", "OWN-A"))
+    page = client.post(reverse("portal:claim"), right, REMOTE_ADDR=OWNER).content.decode()
+    assert "demasiados intentos fallidos con este número de catastro hoy" in page
+    cache_clock.advance(3600)  # an hour is not enough for the daily cap
+    assert "hoy" in client.post(reverse("portal:claim"), right, REMOTE_ADDR=OWNER).content.decode()
+    cache_clock.advance(23 * 3600)
+    assert client.post(reverse("portal:claim"), right, REMOTE_ADDR=OWNER).status_code == 302
+
+
+@pytest.mark.django_db
+def test_claim_and_sign_in_pages_name_the_document_by_its_title(client):
+    """Issue 18 §10: the document is the *Aviso de contribución*, not a "factura"."""
+    for name in ("portal:claim", "login"):
+        page = client.get(reverse(name)).content.decode()
+        assert "aviso de contribución" in page and "factura" not in page.lower(), name
 
 
 @pytest.mark.django_db

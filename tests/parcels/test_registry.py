@@ -1,5 +1,5 @@
 import re
-from datetime import date
+from datetime import date, timedelta
 from decimal import Decimal
 
 import pytest
@@ -134,7 +134,7 @@ def test_seed_demo_builds_a_district_with_a_finalized_levy_and_payments(capsys, 
     assert re.search(rf"hacienda\s+Lajas-2026-hacienda\s+{secret}\s+\(hacienda\)", out)
     assert re.search(r"terrateniente\s+Lajas-2026-landowner\s+\(password only\)", out)
     assert not TOTPDevice.objects.filter(user__username="terrateniente").exists()
-    assert Parcel.objects.count() == 80
+    assert Parcel.objects.count() == 82  # 80 imported, 2 registered by hand (issue 18)
     assert Levy.objects.get(fiscal_year__label="2026-2027").status == "final"
     assert Payment.objects.filter(parcel__parcel_id="LAJ-000001").exists()
     assert not Payment.objects.filter(parcel__parcel_id="LAJ-000002").exists()
@@ -153,9 +153,87 @@ def test_seed_demo_builds_a_district_with_a_finalized_levy_and_payments(capsys, 
         "Edwin Figueroa Ramos", "Datos de demostración")
     # `make run` shows which step of the demo it is at, and the address the receipts link to.
     steps = [line for line in out.splitlines() if line.startswith("demo ")]
-    assert [line.split(":")[0] for line in steps] == ["demo 1 of 4", "demo 2 of 4", "demo 3 of 4", "demo 4 of 4"]
-    assert steps[0].startswith("demo 1 of 4: the parcel registry (80 parcels)... 80 parcels (")
-    assert f"linking to {settings.SITE_URL}... {Payment.objects.count()} payments recorded (" in steps[3]
+    assert [line.split(":")[0] for line in steps] == [f"demo {n} of 5" for n in range(1, 6)]
+    assert steps[0].startswith("demo 1 of 5: the parcel registry (80 parcels)... 80 parcels (")
+    season = Payment.objects.exclude(parcel__parcel_id="LAJ-000082").count()  # step 5 records the English owner's
+    assert f"linking to {settings.SITE_URL}... {season} payments recorded (" in steps[3]
+    assert steps[4].startswith("demo 5 of 5: the documents a newcomer looks for... built; where each one is:")
     call_command("seed_demo", "--parcels", "80")  # a second run changes nothing
-    assert Parcel.objects.count() == 80
-    assert "demo parcels left as they are" in capsys.readouterr().out
+    assert Parcel.objects.count() == 82
+    again = capsys.readouterr().out
+    assert "demo parcels left as they are" in again
+    assert "demo 5 of 5: the documents a newcomer looks for... left as they are; where each one is:" in again
+    assert again.splitlines()[-6:] == out.splitlines()[-6:]  # where each one is, printed again
+
+
+def _pdf_text(data: bytes) -> str:
+    from io import BytesIO
+
+    from pypdf import PdfReader
+
+    return " ".join(" ".join((page.extract_text() or "").split()) for page in PdfReader(BytesIO(bytes(data))).pages)
+
+
+@pytest.mark.django_db
+def test_seed_demo_reaches_every_document(capsys):
+    """Issue 18: the demo holds, each with its document, what a newcomer could not reach: a parcel
+    at 100 % credit with its ¶9 notice, a seizure case past its 30-day term (¶14: the auction
+    notice can be issued today), an English-language owner's bill, receipt and estado, a voided
+    receipt (¶13), a roll correction (¶9) and an office closure (¶12); the summary says where."""
+    from django.utils import timezone
+
+    from billing.models import AccountStatement, Bill, Charge, LastDayMove, OfficeClosure, PaymentVoid, Receipt, SeizureCase
+    from billing.services.collection import seizure_step_issue
+    from levy.models import RollCorrection
+
+    call_command("seed_demo", "--parcels", "80")
+    out = capsys.readouterr().out
+    where = {line[2:].split(":")[0]: line for line in out.splitlines() if line.startswith("  ")}
+    today = timezone.localdate()
+    # ¶9: the demo landowner's third parcel, at 100 % credit: its yearly notice, issued at finalization
+    zero = Bill.objects.get(snapshot__nothing_to_pay=True)
+    assert (zero.parcel.parcel_id, zero.parcel.owner.owner_key, zero.parcel.credit_percent) == ("LAJ-000081", "DEMO-LANDOWNER", 100)
+    assert zero.issued_on == date(2026, 6, 26) and zero.parcel.owner.accounts.get().user.username == "terrateniente"
+    assert "Nada que pagar en el año fiscal 2026-2027." in _pdf_text(zero.document.pdf)
+    assert not Charge.objects.filter(parcel=zero.parcel).exists()
+    assert f"LAJ-000081 (Carmen Irizarry Vélez, user terrateniente): notice {zero.number}" in where["100 % credit, nothing to pay (¶9)"]
+    # ¶14: LAJ-000002's notice 40 days ago, its term run, the certificate after it; the auction is next
+    case = SeizureCase.objects.get(status="open")
+    notice, certificate = case.steps.order_by("pk")
+    assert case.parcel.parcel_id == "LAJ-000002" and (notice.kind, certificate.kind) == ("notice", "certificate")
+    assert notice.issued_on == today - timedelta(days=40) and notice.term_ends < certificate.issued_on < today
+    assert bytes(notice.pdf).startswith(b"%PDF") and bytes(certificate.pdf).startswith(b"%PDF")
+    assert f"LAJ-000002: {notice.number}, {certificate.number} (term ended {notice.term_ends:%d/%m/%Y})" in (
+        where["seizure case, 30-day term run (¶14)"])
+    auction = seizure_step_issue(acting_user=get_user_model().objects.get(username="hacienda"), parcel=case.parcel, kind="auction")
+    assert auction.number.startswith("AS-") and bytes(auction.pdf).startswith(b"%PDF")
+    # the English-language owner: her receipt, bill and estado, the bill and estado in English
+    ellison = get_user_model().objects.get(username="mellison").owner_account.owner
+    assert (ellison.name, ellison.preferred_language) == ("Margaret Ellison", "en")
+    parcel = ellison.parcels.get()
+    assert parcel.parcel_id == "LAJ-000082"
+    receipt = Receipt.objects.get(payment__parcel=parcel)
+    assert receipt.payment.backdated and bytes(receipt.document.pdf).startswith(b"%PDF")
+    bill = Bill.objects.get(parcel=parcel)
+    assert bill.charge.number == 2 and "Total to pay" in (bill_text := _pdf_text(bill.document.pdf))
+    assert "(787) 555-0134" in bill_text  # ¶13: the office the bill names, with the demo office's phone
+    estado = AccountStatement.objects.get(parcel=parcel, channel="portal")
+    assert "Account statement" in _pdf_text(estado.document.pdf)
+    assert f"LAJ-000082 (Margaret Ellison, user mellison): bill {bill.number}, receipt {receipt.display_number}, estado {estado.number}" in (
+        where["English-language owner"])
+    # ¶13: a check the bank returned, voided by the supervisor; its receipt stays, stamped ANULADO
+    void = PaymentVoid.objects.get()
+    assert (void.payment.method, void.voided_by.username, void.voided_on) == ("check", "supervisor", today)
+    assert f"receipt {void.payment.receipt.display_number}" in where["voided receipt (¶13)"]
+    # ¶9: a correction lowering a paid line by 10 %: the July half's overpayment goes to the January half
+    correction = RollCorrection.objects.numbered().get()
+    assert correction.om_charge_delta.amount == -(correction.roll_line.om_charge * Decimal("0.10")).quantize(Decimal("0.01"))
+    assert correction.roll_line.parcel.payments.exists()
+    assert f"{correction.roll_line.parcel_code}: correction no. 1 of the 2026-2027 roll" in where["roll correction (¶9)"]
+    # ¶12: the storm of the July half's last day: every July half's last day moved to the next open day
+    closure = OfficeClosure.objects.get()
+    july = Charge.objects.filter(kind="installment", number=1, fiscal_year__label="2026-2027")
+    assert set(july.values_list("last_day_to_pay", flat=True)) == {closure.day}
+    moved = LastDayMove.objects.filter(closure=closure)
+    assert moved.count() == july.count() and all(move.last_day > closure.day for move in moved)
+    assert f"{closure.day:%d/%m/%Y}, {moved.count()} last days moved" in where["office closure (¶12)"]

@@ -115,7 +115,7 @@ def current_estimate_pk(w: World) -> dict[str, Any]:
 
 def reviewed_finalize(w: World) -> dict[str, Any]:
     """The finalize confirmation as the review page sends it (parcels.review)."""
-    from billing.roll_views import finalize_fingerprint, finalize_preview
+    from billing.web.roll import finalize_fingerprint, finalize_preview
     from levy.models import FiscalYear
     from levy.services import draft_levy
 
@@ -127,7 +127,7 @@ def reviewed_void(w: World) -> dict[str, Any]:
     from django.contrib.auth import get_user_model
 
     from billing.services.voids import void_preview
-    from billing.views import VOID_ACT, void_figures
+    from billing.web.counter import VOID_ACT, void_figures
 
     payment, on = w.receipts["A"].payment, timezone.localdate()
     supervisor = get_user_model().objects.filter(groups__name="supervisor").first()
@@ -141,7 +141,7 @@ def reviewed_day_close(w: World) -> dict[str, Any]:
 
     from billing import selectors
     from billing.models import Office
-    from billing.views import DAY_CLOSE_ACT, day_close_figures
+    from billing.web.counter import DAY_CLOSE_ACT, day_close_figures
 
     data = {"office": "LAJ", "day": today(), "counted_cash": "0.00", "counted_checks": "0.00", "explanation": "Prueba de permisos"}
     report = selectors.day_report(office=Office.objects.get(code="LAJ"), day=timezone.localdate())

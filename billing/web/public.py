@@ -14,10 +14,10 @@ from django.views.decorators.debug import sensitive_post_parameters
 
 from parcels.middleware import client_ip
 
-from . import accounts, documents, public, selectors
-from .errors import BillingError
-from .models import AccountStatement
-from .services import statements
+from .. import accounts, documents, public, selectors
+from ..errors import BillingError
+from ..models import AccountStatement
+from ..services import statements
 
 
 class OwedForm(forms.Form):

@@ -13,8 +13,8 @@ from django.views.decorators.http import require_safe
 
 from parcels.roles import STAFF_ROLES, role_required
 
-from . import selectors
-from .models import BooksCheck
+from .. import selectors
+from ..models import BooksCheck
 
 PAGE_SIZE = 20  # older runs per page
 # The parts of the books each finding's ``check`` names (billing.books's invariants 1–5).

@@ -1,6 +1,6 @@
 """The roll's finalization (¶11) and its corrections (¶9, ¶11): the pages of the levy's year
 (``levy:finalize``, ``levy:corrections``) whose actions create charges, so they live in billing,
-above levy (``billing.roll_urls`` joins them to levy's URLs under the ``levy`` namespace)."""
+above levy (``billing.web.urls`` joins them to levy's URLs under the ``levy`` namespace)."""
 
 from __future__ import annotations
 
@@ -26,10 +26,10 @@ from parcels import review
 from parcels.roles import AUDITOR, HACIENDA, has_role, role_required
 from parcels.search import one_by_code
 
-from . import rules as billing_rules
-from .accounts import due_and_last_day
-from .services import corrections as correction_services
-from .services import installments as installment_services
+from .. import rules as billing_rules
+from ..accounts import due_and_last_day
+from ..services import corrections as correction_services
+from ..services import installments as installment_services
 
 
 def _label(year: str) -> str:

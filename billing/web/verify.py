@@ -13,8 +13,8 @@ from django.utils.translation import gettext as _
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_safe
 
-from . import anchors, chain, documents
-from .models import SeizureStep
+from .. import anchors, chain, documents
+from ..models import SeizureStep
 
 
 def series_title(series: str) -> str:

@@ -11,10 +11,10 @@ from pghistory.models import Events
 
 from parcels.roles import role_required
 
-from .errors import BillingError
-from .hacienda_forms import OfficeForm
-from .models import Office
-from .services import offices as office_services
+from ..errors import BillingError
+from ..models import Office
+from ..services import offices as office_services
+from .hacienda import OfficeForm
 
 HISTORY_LIMIT = 50
 

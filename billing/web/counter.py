@@ -1,6 +1,9 @@
 """Pages of the Collector's office (*colecturía*): the counter search, what a parcel owes today with
 the payment form, receipts, statements, voids by a supervisor and the office's day report. Views
-bind a form, fetch through ``access`` or ``selectors``, call one service, then redirect or render."""
+bind a form, fetch through ``access`` or ``selectors``, call one service, then redirect or render.
+
+Forms of the Collector's counter. They only parse what was typed; ``billing.services`` decides
+(and refuses with ``BillingError``), so every check still runs where the payment is written."""
 
 from __future__ import annotations
 
@@ -12,6 +15,7 @@ from functools import wraps
 from typing import Any
 from urllib.parse import urlencode
 
+from django import forms
 from django.conf import settings
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse, JsonResponse
@@ -19,20 +23,117 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_POST
 
 from parcels import review
 from parcels.access import get_parcel_for_user
+from parcels.forms import AmountField, DateInput
 from parcels.models import Parcel
 from parcels.roles import COLLECTOR, HACIENDA, LANDOWNER, SUPERVISOR, has_role, role_required
 
-from . import accounts, counter_status, documents, portal, selectors
-from .access import RECEIPT_STAFF, get_document_for_user, get_receipt_for_user
-from .errors import BillingError
-from .forms import CounterSearchForm, DayCloseForm, DayReportForm, PaymentForm, RefundForm, StatementDateForm, VoidForm
-from .models import DayClose, IssuedDocument, Office, Payment
-from .services import counter as counter_services
-from .services import voids as void_services
+from .. import accounts, counter_status, documents, portal, selectors
+from ..access import RECEIPT_STAFF, get_document_for_user, get_receipt_for_user
+from ..errors import BillingError
+from ..models import DayClose, IssuedDocument, Office, Payment
+from ..services import counter as counter_services
+from ..services import voids as void_services
+
+METHODS_NEEDING_REFERENCE = (Payment.Method.CHECK, Payment.Method.TRANSFER)
+
+
+class CounterSearchForm(forms.Form):
+    q = forms.CharField(
+        label=gettext_lazy("Número de catastro o nombre del dueño"), max_length=100, required=False,
+        widget=forms.TextInput(attrs={"type": "search", "autocomplete": "off", "autofocus": True}),
+    )
+
+
+class PaymentForm(forms.Form):
+    """¶13: a payment at the counter. ``idempotency_key`` is new for every rendering of the form,
+    so a double submit records one payment; ``expected_total_due`` is what the page showed, so a
+    payment on an account that changed meanwhile is refused."""
+
+    amount = AmountField(label=gettext_lazy("Cantidad recibida"), min_value=Decimal("0.01"))
+    method = forms.ChoiceField(label=gettext_lazy("Forma de pago"), choices=Payment.Method.choices, initial=Payment.Method.CASH,
+                               widget=forms.RadioSelect)
+    reference = forms.CharField(
+        label=gettext_lazy("Referencia"), max_length=80, required=False,
+        help_text=gettext_lazy("Número del cheque o de la transferencia (obligatorio para esas formas de pago)."),
+    )
+    tendered = AmountField(
+        label=gettext_lazy("Efectivo recibido"), required=False, min_value=Decimal("0.01"),
+        help_text=gettext_lazy("Solo en efectivo: lo que entregó el pagador. El cambio se calcula y sale en el recibo."),
+    )
+    idempotency_key = forms.CharField(max_length=64, widget=forms.HiddenInput)
+    expected_total_due = forms.DecimalField(max_digits=14, decimal_places=2, widget=forms.HiddenInput)
+    # The amount the collector confirmed on the second step, when it is more than is due today.
+    confirm_excess = forms.DecimalField(max_digits=14, decimal_places=2, required=False, widget=forms.HiddenInput)
+    # Issue 17: the earlier payment (same parcel, amount and form, minutes ago) the collector
+    # confirmed this is a second payment after.
+    confirm_second = forms.IntegerField(required=False, min_value=1, widget=forms.HiddenInput)
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        if data.get("method") in METHODS_NEEDING_REFERENCE and not data.get("reference", "").strip():
+            self.add_error("reference", gettext_lazy("Indique el número del cheque o de la transferencia."))
+        if data.get("method") != Payment.Method.CASH:
+            data["tendered"] = None  # the box is for cash only; a figure left in it is not a payment detail
+        elif data.get("tendered") is not None and data.get("amount") is not None and data["tendered"] < data["amount"]:
+            self.add_error("tendered", gettext_lazy("El efectivo recibido (%(t)s) es menos que la cantidad a cobrar (%(a)s).")
+                           % {"t": f"${data['tendered']:,.2f}", "a": f"${data['amount']:,.2f}"})
+        return data
+
+    def needs_excess_confirmation(self) -> bool:
+        """More than is due today (as the page showed it), not yet confirmed for this amount."""
+        data = self.cleaned_data
+        return data["amount"] > data["expected_total_due"] and data.get("confirm_excess") != data["amount"]
+
+
+class VoidForm(forms.Form):
+    reason = forms.CharField(
+        label=gettext_lazy("Razón de la anulación"), max_length=200,
+        help_text=gettext_lazy("Por ejemplo: cheque devuelto por el banco. Queda en el historial del pago."),
+    )
+
+
+class StatementDateForm(forms.Form):
+    as_of = forms.DateField(label=gettext_lazy("Al día"), required=False, widget=DateInput())
+
+
+class DayReportForm(forms.Form):
+    """The day, and what was counted in the drawer; nothing here is saved (closing the day is a
+    later service)."""
+
+    day = forms.DateField(label=gettext_lazy("Día"), required=False, widget=DateInput())
+    office = forms.ChoiceField(label=gettext_lazy("Colecturía"), required=False)
+    counted_cash = AmountField(label=gettext_lazy("Efectivo contado"), required=False, min_value=Decimal("0"))
+    counted_checks = AmountField(label=gettext_lazy("Cheques contados"), required=False, min_value=Decimal("0"))
+
+    def __init__(self, *args: Any, offices: list[tuple[str, str]] | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if offices:
+            self.fields["office"].choices = offices
+        else:
+            del self.fields["office"]
+
+
+class DayCloseForm(forms.Form):
+    office = forms.CharField(required=False)
+    day = forms.DateField()
+    counted_cash = forms.DecimalField(min_value=Decimal("0"), max_digits=14, decimal_places=2)
+    counted_checks = forms.DecimalField(min_value=Decimal("0"), max_digits=14, decimal_places=2)
+    explanation = forms.CharField(
+        label=gettext_lazy("Explicación del sobrante o faltante"), required=False, max_length=1000,
+        widget=forms.Textarea(attrs={"rows": 3}),
+        help_text=gettext_lazy("Obligatoria si la caja no cuadra: qué pasó y qué se hizo. Sale en el cuadre del día."),
+    )
+
+
+class RefundForm(forms.Form):
+    amount = forms.DecimalField(label=gettext_lazy("Cantidad a reembolsar"), min_value=Decimal("0.01"), max_digits=14, decimal_places=2)
+    reason = forms.CharField(label=gettext_lazy("Razón"), max_length=200)
+
 
 COUNTER_ROLES = (COLLECTOR, SUPERVISOR)
 READERS = (*RECEIPT_STAFF, LANDOWNER)  # landowners reach only their own (404 otherwise)
@@ -280,7 +381,7 @@ def statement(request: HttpRequest, pk: int) -> HttpResponse:
         # Bills and debt certificates follow the parcel (its debts stay with the land, ¶11).
         "documents": IssuedDocument.objects.filter(parcel=parcel, kind__in=["bill", "certificate", "statement"])
         .defer("pdf").order_by("-created_at")[:50],
-        # the aviso of each installment and a numbered estado de cuenta, on demand (billing.portal_views)
+        # the aviso of each installment and a numbered estado de cuenta, on demand (billing.web.portal)
         "installment_bills": portal.installment_bills(parcel),
         "can_issue": has_role(request.user, LANDOWNER, COLLECTOR, SUPERVISOR, HACIENDA),
     })

@@ -10,15 +10,17 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
+from django.utils.translation import get_language
 
 from parcels.access import owner_ids_for_user
 from parcels.models import Parcel
 from parcels.roles import LANDOWNER, STAFF_ROLES, has_role
 
-from .accounts import account_states, delinquency_parameters
-from .models import Receipt
-from .portal import installment_bills
-from .wording import rate_label
+from ..accounts import account_states, delinquency_parameters
+from ..models import Receipt
+from ..portal import installment_bills
+from ..services.bills import bill_office, office_snapshot
+from ..wording import rate_label
 
 
 def _landowner_rows(parcels: list[Parcel]) -> list[dict]:
@@ -62,8 +64,14 @@ def home(request: HttpRequest) -> HttpResponse:
         )
         params = delinquency_parameters(timezone.localdate())
         rows = _landowner_rows(list(parcels))
+        # ¶13: where to pay, as the bills print it (the office they name, its address, phone, hours);
+        # not its ways to pay, written for the bill ("bring this bill")
+        office = office_snapshot(bill_office())
+        lang = "en" if (get_language() or "").startswith("en") else "es"
         return render(request, "parcels/home_landowner.html", {
             "rows": rows, **_landowner_totals(rows), "receipts": receipts, "grace_days": params.grace_days,
-            "rate": rate_label(params.surcharge_rate),
+            "rate": rate_label(params.surcharge_rate), "office": office,
+            "office_address": ", ".join(office.address_block[1:]) if office else "",
+            "office_hours": office.hours(lang) if office else "",
         })
     return render(request, "parcels/home_norole.html", status=403)

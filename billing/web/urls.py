@@ -1,0 +1,77 @@
+"""Every page of billing, one list per namespace; ``lajas_portal/urls.py`` mounts each under its
+prefix with ``include((patterns, namespace))``. Paths and names are the ones the pages always had."""
+
+from django.urls import path
+
+from levy.urls import FiscalYearConverter  # noqa: F401  (registers the ``fiscal_year`` converter)
+
+from . import books, counter, hacienda, home, offices, portal, public, roll, verify
+
+home_page = home.home
+
+# /colecturia/ (namespace ``billing``): the Collector's office
+counter_patterns = [
+    path("", counter.counter, name="counter"),
+    path("predio/<int:pk>/", counter.counter_parcel, name="counter-parcel"),
+    path("predio/<int:pk>/estado/", counter.statement, name="statement"),
+    path("predio/<int:pk>/libro/", counter.ledger, name="ledger"),
+    path("recibo/<int:pk>/", counter.receipt, name="receipt"),
+    path("recibo/<int:pk>/pdf/", counter.receipt_pdf, name="receipt-pdf"),
+    path("documento/<int:pk>/pdf/", counter.document_pdf, name="document-pdf"),
+    path("pago/<int:pk>/anular/", counter.void, name="void"),
+    path("cuadre/", counter.day_report, name="day-report"),
+    path("cuadre/cerrar/", counter.day_close, name="day-close"),
+    path("sesion/seguir/", counter.session_extend, name="session-extend"),
+    path("predio/<int:pk>/reembolso/", counter.refund, name="refund"),
+]
+
+# /cobros/ (namespace ``collections``): Hacienda's and the Authority's collection pages
+collections_patterns = [
+    path("morosos/", hacienda.delinquent, name="delinquent"),
+    path("predio/<int:pk>/embargo/", hacienda.seizure, name="seizure"),
+    path("embargo/paso/<int:pk>/pdf/", hacienda.seizure_pdf, name="seizure-pdf"),
+    path("predio/<int:pk>/certificaciones/", hacienda.certificates, name="certificates"),
+    path("certificacion/<int:pk>/pdf/", hacienda.certificate_pdf, name="certificate-pdf"),
+    path("resumen/", hacienda.dashboard, name="dashboard"),
+    path("agua/", hacienda.water, name="water"),
+    path("agua/importar/", hacienda.water_import, name="water-import"),
+    path("agua/facturar/", hacienda.water_bill, name="water-bill"),
+    path("cierres/", hacienda.closures, name="closures"),
+    path("oficinas/", offices.office_list, name="offices"),
+    path("oficinas/<str:code>/", offices.office_edit, name="office-edit"),
+    path("avisos/", hacienda.bill_batches, name="bill-batches"),
+    path("avisos/<int:pk>/", hacienda.bill_batch, name="bill-batch"),
+    path("avisos/<int:pk>/parte/<int:index>/", hacienda.bill_batch_part, name="bill-batch-part"),
+]
+
+# /portal/ (namespace ``portal``): the landowner portal
+portal_patterns = [
+    path("crear-cuenta/", portal.claim, name="claim"),
+    path("invitar/", portal.invite, name="invite"),
+    path("plazo/<int:pk>/aviso/", portal.installment_bill, name="installment-bill"),
+    path("predio/<int:pk>/estado-de-cuenta/", portal.statement_pdf, name="statement-pdf"),
+    path("activar/<uidb64>/<token>/", portal.ActivateView.as_view(), name="activate"),
+]
+
+# /cuanto-debo/ (namespace ``owed``): the public lookup
+owed_patterns = [
+    path("", public.owed, name="lookup"),
+]
+
+# /verificar/ (namespace ``verify``): the public verification of issued documents
+verify_patterns = [
+    path("clave-publica/", verify.public_key, name="public-key"),  # a verification code always holds a "."
+    path("<str:code>/", verify.document, name="document"),
+]
+
+# /auditoria/libros/ (namespace ``books``): the recorded checks of the books
+books_patterns = [
+    path("", books.checks, name="checks"),
+]
+
+# /contribucion/ (joined to levy's own pages in the ``levy`` namespace): the roll's finalization
+# and corrections, billing's since they create charges; levy imports nothing of billing.
+roll_patterns = [
+    path("<fiscal_year:year>/finalizar/", roll.finalize, name="finalize"),
+    path("<fiscal_year:year>/correcciones/", roll.corrections, name="corrections"),
+]
