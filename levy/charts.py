@@ -38,6 +38,13 @@ class Step:
         return -self.amount if self.kind == DOWN else self.amount
 
 
+def value_label(step: Step) -> str:
+    """A step's amount as Puerto Rico writes it, signed as the step acts: "+$25,000.00",
+    "−$40,000.00", "$1,250,000.00" for the first amount and the results."""
+    sign = "\u2212" if step.kind == DOWN else "+" if step.kind == UP and step.start else ""
+    return f"{sign}${step.amount:,.2f}"
+
+
 @dataclass(frozen=True)
 class Bar:
     step: Step
@@ -49,6 +56,23 @@ class Bar:
     center: float
     value_y: float
     connector: tuple[float, float, float] | None  # x1, x2, y to the next bar
+    cut: bool = False  # the bar starts below the axis (a broken axis): drawn with a break mark
+
+    @property
+    def value_label(self) -> str:
+        return value_label(self.step)
+
+    @property
+    def bottom(self) -> float:
+        return round(self.y + self.height, 1)
+
+    @property
+    def break_path(self) -> str:
+        """A zigzag across the foot of a cut bar: the part below the axis is not drawn."""
+        quarter = self.width / 4
+        y = self.bottom - 8
+        points = " ".join(f"l {quarter:.1f} {dy}" for dy in (-4, 4, -4, 4))
+        return f"M {self.x:.1f} {y:.1f} {points}"
 
 
 @dataclass(frozen=True)
@@ -73,6 +97,15 @@ class Waterfall:
     bars: tuple[Bar, ...]
     ticks: tuple[Tick, ...]
     label_y: float
+    axis_start: Decimal = Decimal(0)  # above zero when the axis is broken so that small steps show
+
+    @property
+    def broken(self) -> bool:
+        return self.axis_start > 0
+
+    @property
+    def axis_start_label(self) -> str:
+        return f"${self.axis_start:,.2f}"
 
     @property
     def steps(self) -> tuple[Step, ...]:
@@ -162,10 +195,46 @@ def axis(low: Decimal, high: Decimal, *, top: int, plot_height: int, span: Decim
     return Axis(low=low, high=high, interval=interval, top=top, plot_height=plot_height)
 
 
+# Every step that is not zero shows as a bar at least this tall (pixels of the viewBox), and the
+# axis is broken above zero when a step would otherwise be drawn shorter than VISIBLE (issue 18:
+# on a $1,250,000.00 O&M estimate the reserve, credits and margin were slivers).
+MIN_BAR = 8.0
+VISIBLE = 12.0
+
+
+def axis_floor(steps: list[Step], plot_height: int) -> Decimal:
+    """Where the dollar axis starts. Zero, unless a step other than the first amount and the
+    results would be shorter than ``VISIBLE`` pixels on an axis from zero: then a round amount
+    below the lowest point any such step (or the top of a result) reaches, leaving as much room
+    below it as the small steps span, so the first amount and the results still show as (cut)
+    bars. Never above the lowest point, never below zero."""
+    values = [Decimal(0)] + [s.start for s in steps] + [s.end for s in steps]
+    low, high = min(values), max(values)
+    if low < 0 or high <= 0:
+        return Decimal(0)
+    moving = [s for s in steps[1:] if s.kind != TOTAL and s.amount > 0]
+    if not moving or min(s.amount for s in moving) / high * plot_height >= VISIBLE:
+        return Decimal(0)
+    lowest = min([min(s.start, s.end) for s in moving] + [s.end for s in steps if s.kind == TOTAL])
+    room = high - lowest
+    floor = lowest - max(room, high / 50)
+    if floor <= 0:
+        return Decimal(0)
+    interval = nice_step(high - floor)
+    return max((floor / interval).to_integral_value(rounding=ROUND_FLOOR) * interval, Decimal(0))
+
+
 def waterfall(steps: list[Step]) -> Waterfall:
     values = [Decimal(0)] + [s.start for s in steps] + [s.end for s in steps]
-    scale = axis(min(values), max(values), top=TOP, plot_height=HEIGHT - TOP - BOTTOM)
-    y_of = scale.y
+    plot_height = HEIGHT - TOP - BOTTOM
+    start = axis_floor(steps, plot_height)
+    if start > 0:
+        scale = axis(start, max(values), top=TOP, plot_height=plot_height)
+    else:
+        scale = axis(min(values), max(values), top=TOP, plot_height=plot_height)
+
+    def y_of(amount: Decimal) -> float:
+        return scale.y(max(amount, scale.low))
     plot_width = WIDTH - LEFT - RIGHT
 
     slot = plot_width / len(steps)
@@ -174,11 +243,99 @@ def waterfall(steps: list[Step]) -> Waterfall:
     for index, step in enumerate(steps):
         x = round(LEFT + slot * index + (slot - bar_width) / 2, 1)
         top, bottom = y_of(max(step.start, step.end)), y_of(min(step.start, step.end))
-        height = max(round(bottom - top, 1), 1.0)  # a zero step still shows as a hairline
+        height = round(bottom - top, 1)
+        if step.amount and height < MIN_BAR:  # a step that is not zero is a bar one can see
+            if step.kind == DOWN:
+                bottom = round(top + MIN_BAR, 1)
+            else:
+                top = round(bottom - MIN_BAR, 1)
+            height = MIN_BAR
+        height = max(height, 1.0)  # a zero step still shows as a hairline
         connector = None
         if index + 1 < len(steps):
             connector = (round(x + bar_width, 1), round(x + slot, 1), y_of(step.end))
         bars.append(Bar(step=step, x=x, y=top, width=bar_width, height=height, fill=FILLS[step.kind],
-                        center=round(x + bar_width / 2, 1), value_y=round(top - 6, 1), connector=connector))
+                        center=round(x + bar_width / 2, 1), value_y=round(top - 6, 1), connector=connector,
+                        cut=min(step.start, step.end) < scale.low))
     return Waterfall(width=WIDTH, height=HEIGHT, left=LEFT, right=WIDTH - RIGHT, zero_y=y_of(Decimal(0)),
-                     bars=tuple(bars), ticks=scale.ticks(), label_y=HEIGHT - BOTTOM + 22)
+                     bars=tuple(bars), ticks=scale.ticks(), label_y=HEIGHT - BOTTOM + 22, axis_start=scale.low)
+
+
+# --- The same chart for a phone: one row per step, the bars running sideways ---------------------
+# At 390 px the wide chart is drawn at a third of its size (its labels 4 px high); this one is drawn
+# near its own size, so each label reads at about 14 px. The page shows one or the other (app.css).
+
+PHONE_WIDTH = 360
+PHONE_ROW = 52
+PHONE_TOP = 8
+PHONE_AXIS = 28  # the tick labels under the rows
+
+
+@dataclass(frozen=True)
+class Row:
+    step: Step
+    top: float  # of the row; its words sit on the first line, its bar under them
+    text_y: float
+    x: float
+    y: float
+    width: float
+    height: float
+    fill: str
+    cut: bool
+    value_label: str
+    connector: tuple[float, float, float] | None  # x, y1, y2 to the next row's bar
+
+    @property
+    def break_path(self) -> str:
+        """A zigzag across the left end of a cut bar (the part below the axis start)."""
+        quarter = self.height / 4
+        x = self.x + 8
+        points = " ".join(f"l {dx} {quarter:.1f}" for dx in (-4, 4, -4, 4))
+        return f"M {x:.1f} {self.y:.1f} {points}"
+
+
+@dataclass(frozen=True)
+class PhoneWaterfall:
+    width: int
+    height: int
+    rows: tuple[Row, ...]
+    ticks: tuple[tuple[float, str], ...]  # x, label
+    axis_y: float
+    axis_start: Decimal
+
+    @property
+    def broken(self) -> bool:
+        return self.axis_start > 0
+
+
+def phone_waterfall(steps: list[Step]) -> PhoneWaterfall:
+    """``steps`` as rows: the axis (broken as ``waterfall`` breaks it) runs left to right."""
+    values = [Decimal(0)] + [s.start for s in steps] + [s.end for s in steps]
+    plot = PHONE_WIDTH - 2
+    start = axis_floor(steps, HEIGHT - TOP - BOTTOM)
+    scale = axis(start, max(values), top=0, plot_height=plot) if start > 0 else axis(min(values), max(values), top=0,
+                                                                                      plot_height=plot)
+
+    def x_of(amount: Decimal) -> float:
+        return round(1 + plot - scale.y(max(amount, scale.low)), 1)
+
+    rows: list[Row] = []
+    for index, step in enumerate(steps):
+        top = PHONE_TOP + index * PHONE_ROW
+        left, right = x_of(min(step.start, step.end)), x_of(max(step.start, step.end))
+        if step.amount and right - left < MIN_BAR / 2:
+            if step.kind == DOWN:
+                left = round(right - MIN_BAR / 2, 1)
+            else:
+                right = round(left + MIN_BAR / 2, 1)
+        bar_y = top + 24
+        connector = None
+        if index + 1 < len(steps):
+            connector = (x_of(step.end), bar_y + 20, bar_y + PHONE_ROW)
+        rows.append(Row(step=step, top=top, text_y=top + 17, x=left, y=bar_y, width=max(round(right - left, 1), 1.0),
+                        height=20, fill=FILLS[step.kind], cut=min(step.start, step.end) < scale.low,
+                        value_label=value_label(step), connector=connector))
+    axis_y = PHONE_TOP + len(steps) * PHONE_ROW
+    ticks = tuple((round(1 + plot - tick.y, 1), tick.label) for tick in scale.ticks())
+    return PhoneWaterfall(width=PHONE_WIDTH, height=axis_y + PHONE_AXIS, rows=tuple(rows), ticks=ticks, axis_y=axis_y,
+                          axis_start=scale.low)

@@ -7,6 +7,7 @@ from decimal import Decimal
 from typing import Any
 
 from django import forms
+from django.utils.html import format_html
 from django.utils.translation import gettext_lazy as _
 
 from parcels.forms import AmountField, DateInput
@@ -74,6 +75,23 @@ class EstimateForm(forms.Form):
         elif reason_required:
             self.fields["reason"].required = True
 
+    def show_previous_year(self, estimate: Estimate | None, label: str) -> None:
+        """Beside each amount, what was certified for the year before (issue 18, point 17): the
+        Authority compares as it types. Part of the help text, so a screen reader reads it with
+        the field."""
+        if estimate is None:
+            return
+        amounts = estimate.amounts()
+        for name in AMOUNT_FIELDS:
+            if name not in self.fields:
+                continue
+            value = amounts.get(name)
+            shown = f"${value:,.2f}" if value is not None else _("calculados por Hacienda (¶7)")
+            previous = format_html('<span class="previous-year" data-field="{}">{}</span>', name,
+                                   _("Certificado para %(y)s: %(v)s") % {"y": label, "v": shown})
+            help_text = self.fields[name].help_text
+            self.fields[name].help_text = format_html("{} {}", help_text, previous) if help_text else previous
+
     def clean(self) -> dict[str, Any]:
         data = super().clean()
         for name in ("deficit", "surplus"):
@@ -89,7 +107,7 @@ class EstimateForm(forms.Form):
             if reserve > cap:
                 # Word for word the refusal of services.estimate_enter (same message id).
                 self.add_error("reserve", _("El fondo de reserva (%(r)s) excede el 2%% del estimado de O&M (tope %(c)s) (¶1(2)).")
-                               % {"r": f"{reserve:,.2f}", "c": f"{cap:,.2f}"})
+                               % {"r": f"${reserve:,.2f}", "c": f"${cap:,.2f}"})
         return data
 
     def service_kwargs(self) -> dict[str, Any]:

@@ -36,6 +36,16 @@ def estimate_history(year: FiscalYear) -> QuerySet[Estimate]:
     )
 
 
+def estimate_certified_last(label: str) -> Estimate | None:
+    """The figures last certified to the Secretary for the year ``label`` (the current estimate
+    when certified, else the newest certified one it replaced), or ``None``: what the estimates
+    page shows beside each field of the next year (issue 18, point 17)."""
+    return (
+        Estimate.objects.filter(fiscal_year__label=label, certified_at__isnull=False)
+        .order_by("-certified_at", "-id").first()
+    )
+
+
 def roll_levy(label: str) -> Levy | None:
     """The year's roll in one query: the final one when it exists, else the draft."""
     return (

@@ -114,7 +114,7 @@ def estimate_enter(
     if values["reserve"] > cap:
         raise LevyError(
             _("El fondo de reserva (%(r)s) excede el 2%% del estimado de O&M (tope %(c)s) (¶1(2)).")
-            % {"r": f"{values['reserve']:,.2f}", "c": f"{cap:,.2f}"}
+            % {"r": f"${values['reserve']:,.2f}", "c": f"${cap:,.2f}"}
         )
     previous = current_estimate(year)
     if previous is not None:

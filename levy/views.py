@@ -168,15 +168,19 @@ def estimates(request: HttpRequest, year: str) -> HttpResponse:
     params = selectors.parameter_set_in_force(start)
     can_enter = has_role(request.user, AUTHORITY) and final is None
     reason_required = current is not None and current.status == Estimate.Status.CERTIFIED
-    options = {"replacing": current is not None, "reason_required": reason_required,
+    # A draft is corrected, not replaced: the reason is asked only of certified figures (¶1).
+    options = {"replacing": reason_required, "reason_required": reason_required,
                "params": params.as_rules() if params is not None else None}
 
+    previous_label = rules.fiscal_year_label(start.year - 1)
+    previous = selectors.estimate_certified_last(previous_label)
     form: EstimateForm | None = None
     if request.method == "POST":
         if not has_role(request.user, AUTHORITY):
             raise PermissionDenied
         form = EstimateForm(request.POST, **options)
         _add_reserve_cap_hint(form, current, params)
+        form.show_previous_year(previous, previous_label)
         if form.is_valid():
             try:
                 services.estimate_enter(acting_user=request.user, fiscal_year=label, **form.service_kwargs())
@@ -188,13 +192,13 @@ def estimates(request: HttpRequest, year: str) -> HttpResponse:
     elif can_enter:
         form = EstimateForm(initial=EstimateForm.initial_from(current), **options)
         _add_reserve_cap_hint(form, current, params)
+        form.show_previous_year(previous, previous_label)
 
     history = list(selectors.estimate_history(fiscal_year)) if fiscal_year else []
     return render(request, "levy/estimates.html", {
         "label": label, "start": start, "fiscal_year": fiscal_year, "current": current, "final": final, "form": form,
         "can_enter": can_enter, "reason_required": reason_required, "params": params,
         "history": [e for e in history if e.status == Estimate.Status.WITHDRAWN],
-        "new_year_form": FiscalYearForm(initial={"year": rules.fiscal_year_label(start.year + 1)}),
     })
 
 
@@ -317,6 +321,7 @@ def worksheet(request: HttpRequest, year: str) -> HttpResponse:
         if levy is not None:
             context.update(
                 lines=worksheet_lines(levy), chart=charts.waterfall(charts.worksheet_steps(levy)),
+                phone_chart=charts.phone_waterfall(charts.worksheet_steps(levy)),
                 stale=not levy.is_final and services.registry_fingerprint() != levy.registry_fingerprint,
                 estimate_changed=estimate is None or levy.estimate_id != estimate.pk,
                 margin_rate=Decimal(levy.parameters.get("safety_margin_rate", "0.02")) * 100,

@@ -263,9 +263,11 @@ def audit(request: HttpRequest) -> HttpResponse:
     page = access_page = None
     if event in ("", CHANGES):
         model = params.get("what", "")
-        events = selectors.audit_events(user=who, model=model if model in _event_models() else "", since=since, until=until)
+        events = selectors.audit_events(user=who, model=model if model in _event_models() else "", since=since, until=until,
+                                        query=params.get("q", ""))
         page = Paginator(events, PAGE_SIZE).get_page(params.get("page"))
-    if event != CHANGES:
+    # The access log is about users, not parcels: a search by owner or parcel shows the changes only.
+    if event != CHANGES and not (event == "" and params.get("q", "").strip()):
         accesses = selectors.access_events(user=who, kind=event, since=since, until=until)
         access_page = Paginator(accesses, PAGE_SIZE).get_page(params.get("apage"))
     event_types = {CHANGES: _("Cambios del registro"), **dict(AccessEvent.Kind.choices)}

@@ -208,7 +208,7 @@ def test_reserve_above_two_percent_is_refused_and_nothing_is_written(client, use
     response = client.post(url("estimates", year=YEAR), {**EXAMPLE_1_ESTIMATES, "reserve": "2,000.01"})
     assert response.status_code == 200
     page = response.content.decode()
-    assert "excede el 2% del estimado de O&amp;M (tope 2,000.00) (¶1(2))" in page
+    assert "El fondo de reserva ($2,000.01) excede el 2% del estimado de O&amp;M (tope $2,000.00) (¶1(2))" in page
     assert list(response.context["form"].errors) == ["reserve"]  # the service's refusal, shown beside its field
     assert 'value="2,000.01"' in page and 'value="100,000.00"' in page  # nothing typed is lost
     assert "el tope es $2,000.00" in page
@@ -245,7 +245,7 @@ def test_replacing_certified_estimates_needs_a_reason_and_keeps_the_history(clie
     # with another error on the form, the ¶1(2) cap is reported at once too (same words as the service)
     response = client.post(url("estimates", year=YEAR), {**EXAMPLE_1_ESTIMATES, "reserve": "2500.00"})
     errors = response.context["form"].errors
-    assert set(errors) == {"reason", "reserve"} and "excede el 2% del estimado de O&M (tope 2,000.00)" in errors["reserve"][0]
+    assert set(errors) == {"reason", "reserve"} and "excede el 2% del estimado de O&M (tope $2,000.00)" in errors["reserve"][0]
     assert Estimate.objects.count() == 1
     client.post(url("estimates", year=YEAR), {**EXAMPLE_1_ESTIMATES, "om_estimate": "100500.00",
                                               "reason": "Se omitió el contrato de dragado"})
@@ -323,7 +323,7 @@ def test_worksheet_chart_is_an_accessible_svg_with_a_text_equivalent(client, use
     client.force_login(users["hacienda"])
     response = client.get(url("worksheet", year=YEAR))
     page = response.content.decode()
-    assert '<svg class="chart"' in page and 'role="img"' in page
+    assert '<svg class="chart chart-wide"' in page and 'role="img"' in page
     assert '<title id="waterfall-title">' in page and '<desc id="waterfall-desc">' in page
     # the chart is drawn by the server: the page's one script is base.html's table stacking (phones)
     assert re.findall(r"<script[^>]*>", page) == ['<script src="/static/js/responsive-tables.js" defer>']
