@@ -99,3 +99,8 @@ def test_a_supervisor_voids_a_bounced_check_after_a_correction(visit, monkeypatc
         "saldo total $13,865.01 − recargo sin pagar $103.21 − crédito $0.00 = $13,761.80")
     ledger = page.inner_text("#ledger")
     assert "Anulación: Cheque devuelto por el banco: fondos insuficientes" in ledger and "$6,930.90" in ledger
+    # on a phone the ledger's rows stack into cards: nothing runs off the 390 px screen
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.wait_for_timeout(100)
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    page.screenshot(path="/tmp/void-after-correction-ledger-390.png", full_page=True)
