@@ -294,18 +294,18 @@ DAY_CLOSE_GUARD = pgtrigger.Trigger(
 )
 
 
-# Issue 18: a refund is listed on its office's day report, and a cash one leaves the drawer, so
-# none enters a day already closed (the close counted the drawer); it waits for a close under way.
+# Issue 18: a cash refund leaves its office's drawer, so none enters a day already closed (the
+# close counted the drawer); it waits for a close under way. A check refund does not touch the drawer.
 REFUND_INTO_OPEN_DAY = pgtrigger.Trigger(
-    name="refund_into_open_office_day",
+    name="cash_refund_into_open_office_day",
     operation=pgtrigger.Insert,
     when=pgtrigger.Before,
-    condition=pgtrigger.Q(new__office__isnull=False),
+    condition=pgtrigger.Q(new__office__isnull=False, new__method="cash"),
     func=pgtrigger.Func(
         f"""
         PERFORM pg_advisory_xact_lock_shared({_office_day_lock("NEW.office_id", "NEW.refunded_on")});
         IF EXISTS (SELECT 1 FROM billing_dayclose WHERE office_id = NEW.office_id AND day = NEW.refunded_on) THEN
-            RAISE EXCEPTION 'refund into the closed day % of office %', NEW.refunded_on, NEW.office_id
+            RAISE EXCEPTION 'cash refund into the closed day % of office %', NEW.refunded_on, NEW.office_id
                 USING ERRCODE = 'check_violation';
         END IF;
         RETURN NEW;

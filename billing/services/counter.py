@@ -372,9 +372,9 @@ def refund_check(*, acting_user: Any, parcel: Parcel, amount: Decimal, reason: s
     if method == Refund.Method.CASH and check_number.strip():
         raise BillingError(_("Un reembolso en efectivo no lleva número de cheque."))
     office = office_for(acting_user, office_code)
-    if DayClose.objects.filter(office=office, day=on).exists():
-        raise BillingError(_("El día %(d)s de la colecturía %(o)s ya está cerrado: no se registran reembolsos en un día "
-                             "cerrado (la caja ya se contó).") % {"d": on.strftime("%d/%m/%Y"), "o": office.code})
+    if method == Refund.Method.CASH and DayClose.objects.filter(office=office, day=on).exists():
+        raise BillingError(_("El día %(d)s de la colecturía %(o)s ya está cerrado: no sale efectivo de su caja, que ya se "
+                             "contó. Reembolse con un cheque o el próximo día laborable.") % {"d": on.strftime("%d/%m/%Y"), "o": office.code})
     amount = parse_amount(amount)
     credit = account_state(parcel=parcel, as_of=on, known_by=None).state.credit_balance
     if amount > credit:
@@ -390,7 +390,7 @@ def refund_issue(*, acting_user: Any, parcel: Parcel, amount: Decimal, reason: s
 
     Issue 18: numbered ``RE-<year>-<n>``; ``method`` says how the money went back (cash from the
     drawer of the supervisor's office, which that day's report subtracts from the expected cash,
-    or a check, ``check_number``); listed on the office's day report, never into a closed day."""
+    or a check, ``check_number``); listed on the office's day report; no cash out of a closed day's drawer."""
     amount = parse_amount(amount)
     on = refunded_on or timezone.localdate()
     check_number = check_number.strip()

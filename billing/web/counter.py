@@ -545,18 +545,19 @@ def refund_figures(*, parcel: Parcel, data: dict[str, Any], on: date, office: Of
             credit)
 
 
+@require_POST
 @role_required(SUPERVISOR)
 def refund(request: HttpRequest, pk: int) -> HttpResponse:
-    """A supervisor refunds the account's credit (money beyond every issued charge). The form
-    (here or on the statement) leads to a review page (amount, credit before and after, how the
+    """A supervisor refunds the account's credit (money beyond every issued charge). The
+    statement's form leads to a review page (amount, credit before and after, how the
     money goes back, the day report it enters); the refund is recorded only from that page's POST
-    with the figures still current (issue 18)."""
+    with the figures still current (issue 18). A form with errors, a refusal or "No, corregir"
+    shows the form again with what was typed."""
     parcel = get_object_or_404(Parcel.objects.select_related("owner"), pk=pk)
     today = timezone.localdate()
     credit = accounts.statement(parcel=parcel, as_of=today).credit_balance
-    form = RefundForm(request.POST if request.method == "POST" else None,
-                      initial={"amount": f"{credit:,.2f}" if credit > 0 else "", "method": Refund.Method.CASH})
-    if request.method == "POST" and request.POST.get("action") != "revise" and form.is_valid():
+    form = RefundForm(request.POST)
+    if request.POST.get("action") != "revise" and form.is_valid():
         data = form.cleaned_data
         try:
             office, credit = counter_services.refund_check(
