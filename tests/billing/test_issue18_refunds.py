@@ -157,3 +157,25 @@ def test_the_closure_message_counts_the_moves_and_the_surcharge_given_back(distr
     with on_day(date(2026, 9, 1)):
         html = client.post(reverse("collections:closures"), {"day": "2026-08-15", "reason": "Apagón"}, follow=True).content.decode()
     assert "Ningún cargo emitido tenía ese día como último día para pagar" in html
+
+
+@pytest.mark.django_db
+def test_no_correct_it_brings_back_the_form_with_what_was_typed_and_the_pages_are_valid_html(p3_with_credit, staff, client,
+                                                                                              tmp_path):
+    from tests.test_html_valid import need_java, nu_errors
+
+    client.force_login(staff["supervisor"])
+    url = reverse("billing:refund", args=[p3_with_credit.pk])
+    form = {"amount": "20.00", "method": "check", "check_number": "77", "reason": "Pagó de más"}
+    review_page = client.post(url, form)
+    back = client.post(url, {**form, "reviewed": fingerprint_in(review_page), "action": "revise"})
+    html = back.content.decode()
+    assert back.status_code == 200 and not Refund.objects.exists()
+    assert 'value="77"' in html and 'value="Pagó de más"' in html and "autofocus" in html
+    need_java()
+    (tmp_path / "review.html").write_text(review_page.content.decode(), encoding="utf-8")
+    (tmp_path / "form.html").write_text(html, encoding="utf-8")
+    statement = client.get(reverse("billing:statement", args=[p3_with_credit.pk])).content.decode()
+    assert 'name="method" value="check"' in statement  # the statement's refund form asks the way
+    (tmp_path / "statement.html").write_text(statement, encoding="utf-8")
+    assert nu_errors(tmp_path) == []
