@@ -179,3 +179,19 @@ def test_no_correct_it_brings_back_the_form_with_what_was_typed_and_the_pages_ar
     assert 'name="method" value="check"' in statement  # the statement's refund form asks the way
     (tmp_path / "statement.html").write_text(statement, encoding="utf-8")
     assert nu_errors(tmp_path) == []
+
+
+@pytest.mark.django_db
+def test_the_commands_say_the_refunds_number_and_way_and_what_a_closure_gave_back(p3_with_credit, staff):
+    from tests.commands import run_command
+
+    code, out, err = run_command("billing", "refund", "--parcel", "P3", "--amount", "20.00", "--user", staff["supervisor"].username,
+                                 "--method", "check", "--check-number", "314")
+    assert code == 0, err
+    assert out.strip().endswith("(check 314) RE-2026-000001")
+    assert Refund.objects.get().check_number == "314"
+    code, out, err = run_command("billing", "closure", "--date", "2026-08-31", "--reason", "Huracán", "--user",
+                                 staff["hacienda"].username)
+    assert code == 0, err
+    # nothing was paid late on 15 July: five July halves move, no surcharge to give back
+    assert "5 last day(s) to pay moved, $0.00 of surcharge given back" in out

@@ -216,7 +216,14 @@ class Command(BaseCommand):
         closure, moved = collection.office_closure_record(
             acting_user=self.user(options["user"]), day=self.date(options["date"]), reason=options["reason"],
         )
-        self.stdout.write(f"offices closed on {closure.day.isoformat()}: {moved} last day(s) to pay moved")
+        from django.db.models import Sum
+
+        from billing.models import GiveBack
+
+        # issue 18: what the closure gave back, read from the rows it posted
+        back = GiveBack.objects.filter(closure=closure).aggregate(s=Sum("surcharge"))["s"] or 0
+        self.stdout.write(f"offices closed on {closure.day.isoformat()}: {moved} last day(s) to pay moved, "
+                          f"${getattr(back, 'amount', back):,.2f} of surcharge given back")
 
     def do_statement(self, options: dict) -> None:
         parcel = accounts.parcel_by_code(options["parcel"])
