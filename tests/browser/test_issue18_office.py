@@ -133,6 +133,10 @@ def _refund_on_statement(visit, words: dict[str, str], *, amount: str, check: st
     p3 = Parcel.objects.get(parcel_id="P3")
     visit.go(f"/colecturia/predio/{p3.pk}/estado/")
     page.get_by_label(words["amount"]).fill(amount)
+    if not check:
+        page.locator("#refund-amount").scroll_into_view_if_needed()
+        page.locator("#refund-reason").scroll_into_view_if_needed()
+        page.screenshot(path="/tmp/issue18-office-statement-refund-form.png")
     if check:
         page.get_by_label(words["check"], exact=True).check()
         page.get_by_label(words["check_number"]).fill(check)
