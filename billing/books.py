@@ -464,6 +464,7 @@ DOCUMENT_NUMBERS = """
     UNION ALL SELECT 'certificate', number FROM billing_debtcertificate
     UNION ALL SELECT 'statement', number FROM billing_accountstatement
     UNION ALL SELECT 'seizure_' || kind, number FROM billing_seizurestep
+    UNION ALL SELECT 'refund', number FROM billing_refund WHERE number <> ''  -- issue 18; older refunds have none
 """
 
 
@@ -623,6 +624,11 @@ def check_series_counts(cursor: Any, limit: int) -> list[Finding]:
         ), links AS (
             SELECT series, COUNT(*) AS n FROM levy_chainlink WHERE kind IN ('receipt', 'bill', 'certificate', 'statement', 'seizure')
              GROUP BY series
+            -- issue 18: numbered refunds are links of the one ``refund`` chain; counted by their number's year
+            UNION ALL
+            SELECT 'refund ' || split_part(f.number, '-', 2), COUNT(*)
+              FROM levy_chainlink l JOIN billing_refund f ON l.kind = 'refund' AND l.record_id = f.id
+             WHERE f.number <> '' GROUP BY 1
         )
         SELECT series, numbered.last, COALESCE(records.n, 0), COALESCE(links.n, 0)
           FROM numbered FULL JOIN records USING (series) FULL JOIN links USING (series)

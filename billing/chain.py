@@ -130,10 +130,15 @@ SOURCES: dict[str, str] = {
          WHERE {where}
     """,
     REFUND: """
-        SELECT f.id, 'refund', NULL::bigint, 'reembolso ' || f.id, jsonb_build_object(
+        SELECT f.id, 'refund', NULL::bigint, 'reembolso ' || f.id, (jsonb_build_object(
                    'kind', 'refund', 'parcel', f.parcel_id, 'amount', f.amount::text, 'refunded_on', f.refunded_on::text,
                    'reason', f.reason, 'refunded_by', f.refunded_by_id
-               )::text, f.created_at
+               -- issue 18: number, way and office; absent (so unchanged) on refunds recorded before, and
+               -- read through to_jsonb so the chain's backfill migration, older than the columns, still runs
+               ) || jsonb_strip_nulls(jsonb_build_object(
+                   'number', NULLIF(to_jsonb(f) ->> 'number', ''), 'method', NULLIF(to_jsonb(f) ->> 'method', ''),
+                   'check_number', NULLIF(to_jsonb(f) ->> 'check_number', ''), 'office', to_jsonb(f) -> 'office_id'
+               )))::text, f.created_at
           FROM billing_refund f
          WHERE {where}
     """,

@@ -276,7 +276,10 @@ DAY_CLOSE_GUARD = pgtrigger.Trigger(
     func=pgtrigger.Func(
         f"""
         PERFORM pg_advisory_xact_lock({_office_day_lock("NEW.office_id", "NEW.day")});
-        IF (SELECT (coalesce(sum(p.amount) FILTER (WHERE p.method = 'cash'), 0),
+        -- issue 18: a refund paid that day in cash from the drawer is money out of it
+        IF (SELECT (coalesce(sum(p.amount) FILTER (WHERE p.method = 'cash'), 0)
+                    - (SELECT coalesce(sum(f.amount), 0) FROM billing_refund f
+                       WHERE f.office_id = NEW.office_id AND f.refunded_on = NEW.day AND f.method = 'cash'),
                     coalesce(sum(p.amount) FILTER (WHERE p.method = 'check'), 0))
             FROM billing_payment p
             WHERE p.office_id = NEW.office_id AND p.paid_on = NEW.day
@@ -284,6 +287,26 @@ DAY_CLOSE_GUARD = pgtrigger.Trigger(
            IS DISTINCT FROM (NEW.expected_cash, NEW.expected_checks) THEN
             RAISE EXCEPTION 'a payment of % at office % was recorded while the day was being closed', NEW.day, NEW.office_id
                 USING ERRCODE = 'serialization_failure';
+        END IF;
+        RETURN NEW;
+        """
+    ),
+)
+
+
+# Issue 18: a cash refund leaves its office's drawer, so none enters a day already closed (the
+# close counted the drawer); it waits for a close under way. A check refund does not touch the drawer.
+REFUND_INTO_OPEN_DAY = pgtrigger.Trigger(
+    name="cash_refund_into_open_office_day",
+    operation=pgtrigger.Insert,
+    when=pgtrigger.Before,
+    condition=pgtrigger.Q(new__office__isnull=False, new__method="cash"),
+    func=pgtrigger.Func(
+        f"""
+        PERFORM pg_advisory_xact_lock_shared({_office_day_lock("NEW.office_id", "NEW.refunded_on")});
+        IF EXISTS (SELECT 1 FROM billing_dayclose WHERE office_id = NEW.office_id AND day = NEW.refunded_on) THEN
+            RAISE EXCEPTION 'cash refund into the closed day % of office %', NEW.refunded_on, NEW.office_id
+                USING ERRCODE = 'check_violation';
         END IF;
         RETURN NEW;
         """
@@ -359,7 +382,16 @@ class PaymentVoid(models.Model):
 
 
 class Refund(models.Model):
-    """A supervisor pays back money beyond every issued charge (the account's credit)."""
+    """A supervisor pays back money beyond every issued charge (the account's credit).
+
+    Issue 18: numbered (``RE-<year>-<n>``), with how the money went back (cash from the office's
+    drawer, or a check with its number) and the office whose day report (*cuadre*) lists it; a
+    cash refund is money out of that day's drawer. Refunds recorded before have no number, way
+    or office (blank)."""
+
+    class Method(models.TextChoices):
+        CASH = "cash", _("Efectivo de la caja")
+        CHECK = "check", _("Cheque")
 
     parcel = models.ForeignKey("parcels.Parcel", on_delete=models.PROTECT, related_name="refunds")
     amount = money_field(_("cantidad"))
@@ -367,10 +399,22 @@ class Refund(models.Model):
     reason = models.CharField(max_length=200)
     refunded_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
+    number = models.CharField(_("número"), max_length=20, blank=True, default="")
+    method = models.CharField(_("forma de reembolso"), max_length=5, choices=Method.choices, blank=True, default="")
+    check_number = models.CharField(_("número del cheque"), max_length=40, blank=True, default="")
+    office = models.ForeignKey("Office", on_delete=models.PROTECT, null=True, blank=True, related_name="refunds")
 
     class Meta:
-        constraints = [models.CheckConstraint(condition=Q(amount__gt=0), name="refund_positive")]
-        triggers = APPEND_ONLY
+        constraints = [
+            models.CheckConstraint(condition=Q(amount__gt=0), name="refund_positive"),
+            models.UniqueConstraint(fields=["number"], condition=~Q(number=""), name="one_refund_per_number"),
+            # a check refund names its check; a cash one has none
+            models.CheckConstraint(
+                condition=Q(method="check", check_number__regex=r"\S") | (~Q(method="check") & Q(check_number="")),
+                name="refund_check_has_number",
+            ),
+        ]
+        triggers = [*APPEND_ONLY, REFUND_INTO_OPEN_DAY]
 
 
 class WaterRate(models.Model):

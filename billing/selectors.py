@@ -17,7 +17,7 @@ from parcels import search
 from parcels.models import Parcel
 
 from .accounts import Statement, StatementLine
-from .models import BooksCheck, LedgerEntry, Office, Payment, Receipt
+from .models import BooksCheck, LedgerEntry, Office, Payment, Receipt, Refund
 from .snapshots import ReceiptApplication, ReceiptSnapshot
 
 ZERO = Decimal("0.00")  # dollars
@@ -157,9 +157,21 @@ class DayReport:
     count: int
     voided_total: Decimal
     voided_count: int
+    # Issue 18: the refunds the office recorded that day; those paid in cash left the drawer.
+    refunds: list[Refund] = field(default_factory=list)
+
+    @property
+    def cash_refunds(self) -> Decimal:
+        return sum((r.amount.amount for r in self.refunds if r.method == Refund.Method.CASH), ZERO)
+
+    @property
+    def expected_cash(self) -> Decimal:
+        return self.expected(Payment.Method.CASH)
 
     def expected(self, method: str) -> Decimal:
-        return next((row.amount for row in self.by_method if row.method == method), ZERO)
+        """What the drawer should hold of ``method``: the receipts, less the cash refunds for cash."""
+        received = next((row.amount for row in self.by_method if row.method == method), ZERO)
+        return received - self.cash_refunds if method == Payment.Method.CASH else received
 
 
 def counts_in_drawer(payment: Payment, day: date) -> bool:
@@ -170,7 +182,8 @@ def counts_in_drawer(payment: Payment, day: date) -> bool:
 
 
 def day_report(*, office: Office, day: date) -> DayReport:
-    """The office's receipts of ``day`` in number order, with totals by method of payment. One query."""
+    """The office's receipts of ``day`` in number order, with totals by method of payment, and
+    the refunds it recorded that day (issue 18). Two queries."""
     payments = list(
         Payment.objects.filter(office=office, paid_on=day)
         .select_related("receipt", "receipt__office", "parcel", "collector", "void")
@@ -182,10 +195,11 @@ def day_report(*, office: Office, day: date) -> DayReport:
         by_method.append(MethodTotal(method=method.value, label=str(method.label), count=len(rows),
                                      amount=sum((p.amount.amount for p in rows), ZERO)))
     voided = [p for p in payments if not counts_in_drawer(p, day)]
+    refunds = list(Refund.objects.filter(office=office, refunded_on=day).select_related("parcel", "refunded_by").order_by("number", "id"))
     return DayReport(
         office=office, day=day, payments=payments, by_method=by_method,
         total=sum((row.amount for row in by_method), ZERO), count=sum(row.count for row in by_method),
-        voided_total=sum((p.amount.amount for p in voided), ZERO), voided_count=len(voided),
+        voided_total=sum((p.amount.amount for p in voided), ZERO), voided_count=len(voided), refunds=refunds,
     )
 
 

@@ -262,7 +262,10 @@ def estimate_certify(request: HttpRequest, year: str) -> HttpResponse:
     except services.LevyError as exc:
         messages.error(request, str(exc))
     else:
-        messages.success(request, _("Estimados de %(y)s certificados al Secretario de Hacienda por %(u)s.")
+        # Issue 18: what happens next. Hacienda computes the levy from them (¶11); a replacement
+        # would need certifying again.
+        messages.success(request, _("Estimados de %(y)s certificados al Secretario de Hacienda por %(u)s. Hacienda ya puede "
+                                    "calcular la contribución de %(y)s (Hoja de cómputo → Calcular el padrón borrador).")
                          % {"y": label, "u": estimate.certified_by.get_username()})
     return redirect("levy:estimates", year=label)
 

@@ -37,7 +37,7 @@ from ..models import (
 from ..selectors import day_report
 from ..snapshots import ReceiptApplication, ReceiptSnapshot
 from ..wording import surcharge_explanation, surcharge_runs
-from .numbering import fiscal_year_for
+from .numbering import document_number, fiscal_year_for
 from .voids import payment_void  # noqa: F401  (moved to services.voids, issue 17; callers still name it here)
 
 ZERO = Decimal("0.00")
@@ -341,7 +341,8 @@ def day_close(*, acting_user: Any, office: Office, day: date, counted_cash: Deci
         raise BillingError(_("Solo un supervisor cierra el día."))
     if DayClose.objects.filter(office=office, day=day).exists():
         raise BillingError(_("El día ya está cerrado."))
-    totals = {row.method: row.amount for row in day_report(office=office, day=day).by_method}
+    report = day_report(office=office, day=day)  # issue 18: expected cash net of the day's cash refunds
+    totals = {method: report.expected(method) for method in (Payment.Method.CASH, Payment.Method.CHECK)}
     explanation = explanation.strip()
     if (counted_cash, counted_checks) != (totals[Payment.Method.CASH], totals[Payment.Method.CHECK]) and not explanation:
         raise BillingError(_("La caja no cuadra con los recibos: escriba qué pasó con el sobrante o faltante antes de cerrar el día."))
@@ -356,21 +357,49 @@ def day_close(*, acting_user: Any, office: Office, day: date, counted_cash: Deci
     return close
 
 
-@transaction.atomic
-def refund_issue(*, acting_user: Any, parcel: Parcel, amount: Decimal, reason: str, refunded_on: date | None = None) -> Refund:
-    """A supervisor pays back money beyond every issued charge (the account's credit). It enters
-    the account as a charge the credit settles, so the replay keeps every cent accounted for."""
+def refund_check(*, acting_user: Any, parcel: Parcel, amount: Decimal, reason: str, method: str, check_number: str = "",
+                 on: date, office_code: str | None = None) -> tuple[Office, Decimal]:
+    """What ``refund_issue`` refuses, read before anything is written (its review page asks the
+    same): returns the office whose day report lists the refund and the account's credit."""
     if not has_role(acting_user, SUPERVISOR):
         raise BillingError(_("Solo un supervisor reembolsa créditos."))
     if not reason.strip():
         raise BillingError(_("Un reembolso requiere una razón."))
+    if method not in Refund.Method.values:
+        raise BillingError(_("Indique cómo se devuelve el dinero: efectivo de la caja o cheque."))
+    if method == Refund.Method.CHECK and not check_number.strip():
+        raise BillingError(_("Indique el número del cheque del reembolso."))
+    if method == Refund.Method.CASH and check_number.strip():
+        raise BillingError(_("Un reembolso en efectivo no lleva número de cheque."))
+    office = office_for(acting_user, office_code)
+    if method == Refund.Method.CASH and DayClose.objects.filter(office=office, day=on).exists():
+        raise BillingError(_("El día %(d)s de la colecturía %(o)s ya está cerrado: no sale efectivo de su caja, que ya se "
+                             "contó. Reembolse con un cheque o el próximo día laborable.") % {"d": on.strftime("%d/%m/%Y"), "o": office.code})
     amount = parse_amount(amount)
-    on = refunded_on or timezone.localdate()
-    parcel = Parcel.objects.select_for_update().get(pk=parcel.pk)
     credit = account_state(parcel=parcel, as_of=on, known_by=None).state.credit_balance
     if amount > credit:
         raise BillingError(_("El crédito de la cuenta es %(c)s; no se puede reembolsar %(a)s.") % {"c": f"${credit:,.2f}", "a": f"${amount:,.2f}"})
-    refund = Refund.objects.create(parcel=parcel, amount=amount, refunded_on=on, reason=reason.strip(), refunded_by=acting_user)
+    return office, credit
+
+
+@transaction.atomic
+def refund_issue(*, acting_user: Any, parcel: Parcel, amount: Decimal, reason: str, refunded_on: date | None = None,
+                 method: str = Refund.Method.CASH, check_number: str = "", office_code: str | None = None) -> Refund:
+    """A supervisor pays back money beyond every issued charge (the account's credit). It enters
+    the account as a charge the credit settles, so the replay keeps every cent accounted for.
+
+    Issue 18: numbered ``RE-<year>-<n>``; ``method`` says how the money went back (cash from the
+    drawer of the supervisor's office, which that day's report subtracts from the expected cash,
+    or a check, ``check_number``); listed on the office's day report; no cash out of a closed day's drawer."""
+    amount = parse_amount(amount)
+    on = refunded_on or timezone.localdate()
+    check_number = check_number.strip()
+    parcel = Parcel.objects.select_for_update().get(pk=parcel.pk)
+    office, _credit = refund_check(acting_user=acting_user, parcel=parcel, amount=amount, reason=reason, method=method,
+                                   check_number=check_number, on=on, office_code=office_code)
+    refund = Refund.objects.create(parcel=parcel, amount=amount, refunded_on=on, reason=reason.strip(), refunded_by=acting_user,
+                                   number=document_number("refund", "RE", on), method=method, check_number=check_number,
+                                   office=office)
     charge = Charge.objects.create(
         parcel=parcel, kind=Charge.Kind.REFUND, fiscal_year=fiscal_year_for(on), description=gettext_noop("Reembolso de crédito"),
         principal=amount, due_date=on, last_day_to_pay=on, accrues_surcharge=False, created_by=acting_user,

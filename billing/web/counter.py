@@ -35,7 +35,7 @@ from parcels.roles import COLLECTOR, HACIENDA, LANDOWNER, SUPERVISOR, has_role, 
 from .. import accounts, counter_status, documents, portal, selectors
 from ..access import RECEIPT_STAFF, get_document_for_user, get_receipt_for_user
 from ..errors import BillingError
-from ..models import DayClose, IssuedDocument, Office, Payment, SeizureCase, SeizureStep
+from ..models import DayClose, IssuedDocument, Office, Payment, Refund, SeizureCase, SeizureStep
 from ..services import counter as counter_services
 from ..services import voids as void_services
 
@@ -131,8 +131,23 @@ class DayCloseForm(forms.Form):
 
 
 class RefundForm(forms.Form):
-    amount = forms.DecimalField(label=gettext_lazy("Cantidad a reembolsar"), min_value=Decimal("0.01"), max_digits=14, decimal_places=2)
-    reason = forms.CharField(label=gettext_lazy("Razón"), max_length=200)
+    """Issue 18: the refund, and how the money goes back (cash from the drawer, or a check and its number)."""
+
+    amount = AmountField(label=gettext_lazy("Cantidad a reembolsar"), min_value=Decimal("0.01"))
+    method = forms.ChoiceField(label=gettext_lazy("Cómo se devuelve el dinero"), choices=Refund.Method.choices,
+                               widget=forms.RadioSelect)
+    check_number = forms.CharField(label=gettext_lazy("Número del cheque"), max_length=40, required=False,
+                                   help_text=gettext_lazy("Solo si se devuelve con un cheque."))
+    reason = forms.CharField(label=gettext_lazy("Razón"), max_length=200,
+                             help_text=gettext_lazy("Por ejemplo: pagó dos veces el mismo plazo."))
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        if data.get("method") == Refund.Method.CHECK and not data.get("check_number", "").strip():
+            self.add_error("check_number", gettext_lazy("Indique el número del cheque."))
+        if data.get("method") != Refund.Method.CHECK:
+            data["check_number"] = ""  # a number left in the box is not part of a cash refund
+        return data
 
 
 COUNTER_ROLES = (COLLECTOR, SUPERVISOR)
@@ -535,23 +550,61 @@ def _back_to_day_report(request: HttpRequest, form: DayCloseForm) -> HttpRespons
 DAY_REPORT_FIELDS = ("day", "office", "counted_cash", "counted_checks")
 
 
+REFUND_ACT = "billing.refund"
+
+
+def refund_figures(*, parcel: Parcel, data: dict[str, Any], on: date, office: Office, credit: Decimal) -> tuple[Any, ...]:
+    """What refunding records, as its review page shows it (the confirmation carries its fingerprint)."""
+    return (parcel.pk, data["amount"], data["method"], data["check_number"].strip(), data["reason"].strip(), on, office.code,
+            credit)
+
+
 @require_POST
 @role_required(SUPERVISOR)
 def refund(request: HttpRequest, pk: int) -> HttpResponse:
-    """A supervisor refunds the account's credit (money beyond every issued charge)."""
-    parcel = get_object_or_404(Parcel, pk=pk)
+    """A supervisor refunds the account's credit (money beyond every issued charge). The
+    statement's form leads to a review page (amount, credit before and after, how the
+    money goes back, the day report it enters); the refund is recorded only from that page's POST
+    with the figures still current (issue 18). A form with errors, a refusal or "No, corregir"
+    shows the form again with what was typed."""
+    parcel = get_object_or_404(Parcel.objects.select_related("owner"), pk=pk)
+    today = timezone.localdate()
+    credit = accounts.statement(parcel=parcel, as_of=today).credit_balance
     form = RefundForm(request.POST)
-    if form.is_valid():
+    if request.POST.get("action") != "revise" and form.is_valid():
+        data = form.cleaned_data
         try:
-            counter_services.refund_issue(acting_user=request.user, parcel=parcel, amount=form.cleaned_data["amount"],
-                                  reason=form.cleaned_data["reason"])
+            office, credit = counter_services.refund_check(
+                acting_user=request.user, parcel=parcel, amount=data["amount"], reason=data["reason"], method=data["method"],
+                check_number=data["check_number"], on=today)
+            figures = refund_figures(parcel=parcel, data=data, on=today, office=office, credit=credit)
+            sent = review.was_sent(request.POST)
+            changed = sent and not review.reviewed(request.POST, REFUND_ACT, figures)
+            if changed or not sent:
+                return render(request, "billing/refund_review.html", {
+                    "parcel": parcel, "data": data, "on": today, "office": office, "credit": credit,
+                    "credit_after": credit - data["amount"], "changed": changed,
+                    "fingerprint": review.fingerprint(REFUND_ACT, figures), "review_field": review.FIELD,
+                }, status=409 if changed else 200)
+            found = counter_services.refund_issue(
+                acting_user=request.user, parcel=parcel, amount=data["amount"], reason=data["reason"], method=data["method"],
+                check_number=data["check_number"], refunded_on=today)
         except BillingError as exc:
-            messages.error(request, str(exc))
+            form.add_error(None, str(exc))
         else:
-            messages.success(request, _("Reembolso registrado."))
-    else:
-        messages.error(request, _("Indique la cantidad y la razón del reembolso."))
-    return redirect("billing:statement", pk=parcel.pk)
+            values = {"n": found.number, "a": f"${found.amount.amount:,.2f}", "c": found.check_number,
+                      "o": office.name, "d": found.refunded_on.strftime("%d/%m/%Y")}
+            if found.method == Refund.Method.CHECK:
+                text = _("Reembolso %(n)s registrado: %(a)s con el cheque núm. %(c)s. Sale en el cuadre del día %(d)s de %(o)s.")
+            else:
+                text = _("Reembolso %(n)s registrado: %(a)s en efectivo de la caja. Entregue el dinero; el cuadre del día %(d)s "
+                         "de %(o)s lo resta del efectivo esperado.")
+            messages.success(request, text % values)
+            return redirect("billing:statement", pk=parcel.pk)
+    if request.POST.get("action") == "revise":  # "Corregir": back to the form with what was typed, cursor on the amount
+        form = RefundForm(initial={name: request.POST.get(name, "") for name in ("amount", "method", "check_number", "reason")})
+        form.fields["amount"].widget.attrs["autofocus"] = True
+    return render(request, "billing/refund.html", {"parcel": parcel, "form": form, "credit": credit, "today": today})
 
 
 @role_required(*READERS)

@@ -528,11 +528,49 @@ def closures(request: HttpRequest) -> HttpResponse:
         except ValidationError as exc:
             form.add_error(None, exc)
         else:
-            messages.success(request, _("Cierre del %(d)s registrado.") % {"d": closure.day.strftime("%d/%m/%Y")})
+            messages.success(request, _closure_outcome_message(_closures_with_outcome().get(pk=closure.pk)))
             return redirect("collections:closures")
     return render(request, "billing/hacienda/closures.html", {
-        "form": form, "closures": OfficeClosure.objects.select_related("created_by").order_by("-day"),
+        "form": form, "closures": _closures_with_outcome().select_related("created_by").order_by("-day"),
     })
+
+
+def _closures_with_outcome() -> Any:
+    """Each closure with what recording it posted (issue 18): the last days it moved
+    (``LastDayMove``) and the surcharge it gave back (``GiveBack.surcharge``)."""
+    from django.db.models import Count, DecimalField, OuterRef, Subquery, Sum
+    from django.db.models.functions import Coalesce
+
+    from ..models import GiveBack, LastDayMove
+
+    moves = LastDayMove.objects.filter(closure=OuterRef("pk")).values("closure").annotate(n=Count("pk")).values("n")
+    backs = GiveBack.objects.filter(closure=OuterRef("pk")).values("closure").annotate(t=Sum("surcharge")).values("t")
+    money = DecimalField(max_digits=14, decimal_places=2)
+    return OfficeClosure.objects.annotate(
+        moved=Coalesce(Subquery(moves), 0),
+        surcharge_back=Coalesce(Subquery(backs, output_field=money), Decimal("0.00"), output_field=money),
+    )
+
+
+def _closure_outcome_message(closure: Any) -> str:
+    """¶12: what the closure just recorded did, from the rows it posted."""
+    from django.utils.formats import date_format
+    from django.utils.translation import ngettext
+
+    day = date_format(closure.day, "SHORT_DATE_FORMAT")
+    if not closure.moved:
+        return _("Cierre del %(d)s registrado. Ningún cargo emitido tenía ese día como último día para pagar: no se movió "
+                 "ninguno ni se devolvió recargo.") % {"d": day}
+    moved = ngettext(
+        "Cierre del %(d)s registrado: %(n)s último día para pagar pasó al siguiente día laborable",
+        "Cierre del %(d)s registrado: %(n)s últimos días para pagar pasaron al siguiente día laborable", closure.moved,
+    ) % {"d": day, "n": f"{closure.moved:,}"}
+    if closure.surcharge_back > 0:
+        back = _("se devolvieron %(s)s de recargo ya pagado que con el nuevo día no se debía (queda como crédito o paga "
+                 "el cargo abierto más antiguo).") % {"s": f"${closure.surcharge_back:,.2f}"}
+    else:
+        back = _("no había recargo pagado que devolver.")
+    return f"{moved}; {back}"
 
 
 # --- Bulk printing of bills -------------------------------------------------------------------

@@ -14,8 +14,11 @@ from django.core.exceptions import PermissionDenied
 from django.db.models import Count, Q, Sum
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.utils import formats, timezone
+from django.utils.html import format_html
 from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 from django.views.decorators.http import require_POST
 
 from levy import rules
@@ -28,6 +31,7 @@ from parcels.search import one_by_code
 
 from .. import rules as billing_rules
 from ..accounts import due_and_last_day
+from ..models import Charge
 from ..services import corrections as correction_services
 from ..services import installments as installment_services
 
@@ -130,6 +134,15 @@ def finalize(request: HttpRequest, year: str) -> HttpResponse:
             "y": label, "d": formats.date_format(levy.finalized_on, "SHORT_DATE_FORMAT"), "u": levy.finalized_by.get_username()}
         if levy.finalized_late:
             message += " " + _("Se finalizó después del 1 de julio (¶11): consta como tardío.")
+        # Issue 18: what happens next, from what was issued (¶12): the installments and where their bills are printed.
+        issued = Charge.objects.filter(roll_line__levy=levy, kind=Charge.Kind.INSTALLMENT).count()
+        message = format_html(
+            '{} {} <a href="{}">{}</a>.', message,
+            ngettext("Se emitió %(n)s plazo (¶12); su aviso se imprime en", "Se emitieron %(n)s plazos (¶12); sus avisos se imprimen "
+                     "por lotes en", issued) % {"n": f"{issued:,}"},
+            reverse("collections:bill-batches"), _("Avisos"),
+        )
+        if levy.finalized_late:
             messages.warning(request, message)
         else:
             messages.success(request, message)

@@ -287,7 +287,7 @@ LINK = re.compile(r'(?:href|action|src)="([^"]*)"')
 def test_no_redirect_or_link_of_billing_carries_the_csrf_token(client, district_1, users):
     token = {"csrfmiddlewaretoken": "tok"}
     receipt = pay(users, district_1["P2"], "100.00", method="check", reference="CHK-2")
-    pay(users, district_1["P3"], "9200.00")  # a credit to refund
+    pay(users, district_1["P3"], "9300.00")  # a credit to refund (9,180.00 and 45.90 of surcharge owed)
     client.force_login(users["supervisor"])
     redirects = [
         counter_post(client, district_1["P4"], **token)[0],  # before the day is closed: then it takes no payment (issue 17)
@@ -295,9 +295,13 @@ def test_no_redirect_or_link_of_billing_carries_the_csrf_token(client, district_
         post_reviewed(client, url("day-close"), {"office": "LAJ", "day": TODAY.isoformat(), "counted_cash": "0", "counted_checks": "0",
                                        "explanation": "Prueba", **token}),
         client.post(url("day-close"), {"day": "mal", **token}),
-        client.post(url("refund", district_1["P3"].pk), {"amount": "20.00", "reason": "Pagó de más", **token}),
-        client.post(url("refund", district_1["P3"].pk), {**token}),
+        # issue 18: through its review page (the day is closed by now: a check refund, no cash from the drawer)
+        post_reviewed(client, url("refund", district_1["P3"].pk), {"amount": "20.00", "method": "check", "check_number": "9",
+                                                                   "reason": "Pagó de más", **token}),
     ]
+    refund_form = client.post(url("refund", district_1["P3"].pk), {**token})  # issue 18: the form again, with its errors
+    assert refund_form.status_code == 200
+    assert not [link for link in LINK.findall(text(refund_form)) if "csrfmiddlewaretoken" in link]
     for response in redirects:
         assert response.status_code == 302, response
         assert "csrfmiddlewaretoken" not in response["Location"], response["Location"]

@@ -58,7 +58,9 @@ def test_supervisor_closes_the_day_and_refunds_credit_from_the_pages(client, dis
     assert close.explanation == "Billete de $10 roto, devuelto al banco"
     page = client.get(reverse("billing:statement", args=[p3.pk])).content.decode()
     assert "Reembolsar" in page
-    client.post(reverse("billing:refund", args=[p3.pk]), {"amount": "20.00", "reason": "Pagó de más"})
+    # issue 18: through its review page, saying how the money went back
+    post_reviewed(client, reverse("billing:refund", args=[p3.pk]), {"amount": "20.00", "method": "check",
+                                                                    "check_number": "1001", "reason": "Pagó de más"})
     assert Refund.objects.get().amount.amount == Decimal("20.00")
 
 

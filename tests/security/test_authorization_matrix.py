@@ -182,6 +182,21 @@ def reviewed_day_close(w: World) -> dict[str, Any]:
     return {**data, review.FIELD: review.fingerprint(DAY_CLOSE_ACT, figures)}
 
 
+def reviewed_refund(w: World) -> dict[str, Any]:
+    """Issue 18: a refund is recorded from its review page's POST (its fingerprint)."""
+    from decimal import Decimal
+
+    from billing import accounts
+    from billing.models import Office
+    from billing.web.counter import REFUND_ACT, refund_figures
+
+    data = {"amount": Decimal("20.00"), "method": "cash", "check_number": "", "reason": "Pagó de más"}
+    parcel, on = w.parcels["A2"], timezone.localdate()
+    credit = accounts.statement(parcel=parcel, as_of=on).credit_balance
+    figures = refund_figures(parcel=parcel, data=data, on=on, office=Office.objects.get(code="LAJ"), credit=credit)
+    return {**data, "amount": "20.00", review.FIELD: review.fingerprint(REFUND_ACT, figures)}
+
+
 PARCEL_FORM = {"area_unit": "acre", "gravity_area": "99", "pumped_area": "0", "inclusion": "permanent",
                "water_since": "2000-01-01", "credit_percent": "0"}
 AUTHORITY = frozenset({"authority"})
@@ -306,7 +321,7 @@ MATRIX: dict[str, Route] = {
     # POST only and writes no row (it renews the session): its refusals are in tests/billing/test_counter.py
     "billing:session-extend": Route(get=post_only(COUNTER)),
     "billing:refund": Route(get=post_only(SUPERVISOR), targets=lambda w: pk(w.parcels["A2"]), post_roles=SUPERVISOR,
-                            post_data=lambda w: {"amount": "20.00", "reason": "Pagó de más"}),
+                            post_data=reviewed_refund),
     # --- Hacienda's collections -----------------------------------------------------------------------
     "collections:delinquent": Route(get=by_role({"hacienda", "auditor"})),
     "collections:seizure": Route(get=by_role(HACIENDA), targets=lambda w: pk(w.parcels["F1"]) + pk(w.parcels["B1"]),

@@ -95,6 +95,10 @@ class Command(BaseCommand):
         refund.add_argument("--user", required=True)
         refund.add_argument("--reason", default="Reembolso de crédito")
         refund.add_argument("--date", help="YYYY-MM-DD (default today)")
+        refund.add_argument("--method", choices=["cash", "check"], default="cash",
+                            help="cash from the office's drawer (its day report subtracts it) or a check")
+        refund.add_argument("--check-number", default="", help="the check's number (with --method check)")
+        refund.add_argument("--office", help="office code (default: the user's)")
         closure = sub.add_parser("closure", help="record a day the offices were closed (past days allowed; ¶12)")
         closure.add_argument("--date", required=True, help="YYYY-MM-DD")
         closure.add_argument("--reason", required=True)
@@ -202,14 +206,24 @@ class Command(BaseCommand):
         parcel = accounts.parcel_by_code(options["parcel"])
         on = self.date(options["date"]) if options["date"] else None
         refund = counter.refund_issue(acting_user=self.user(options["user"]), parcel=parcel,
-                                      amount=counter.parse_amount(options["amount"]), reason=options["reason"], refunded_on=on)
-        self.stdout.write(f"refunded ${refund.amount.amount:,.2f} to {parcel.parcel_id} on {refund.refunded_on.isoformat()}")
+                                      amount=counter.parse_amount(options["amount"]), reason=options["reason"], refunded_on=on,
+                                      method=options["method"], check_number=options["check_number"],
+                                      office_code=options["office"])
+        self.stdout.write(f"refunded ${refund.amount.amount:,.2f} to {parcel.parcel_id} on {refund.refunded_on.isoformat()}"
+                          f" ({refund.method}{' ' + refund.check_number if refund.check_number else ''}) {refund.number}")
 
     def do_closure(self, options: dict) -> None:
         closure, moved = collection.office_closure_record(
             acting_user=self.user(options["user"]), day=self.date(options["date"]), reason=options["reason"],
         )
-        self.stdout.write(f"offices closed on {closure.day.isoformat()}: {moved} last day(s) to pay moved")
+        from django.db.models import Sum
+
+        from billing.models import GiveBack
+
+        # issue 18: what the closure gave back, read from the rows it posted
+        back = GiveBack.objects.filter(closure=closure).aggregate(s=Sum("surcharge"))["s"] or 0
+        self.stdout.write(f"offices closed on {closure.day.isoformat()}: {moved} last day(s) to pay moved, "
+                          f"${getattr(back, 'amount', back):,.2f} of surcharge given back")
 
     def do_statement(self, options: dict) -> None:
         parcel = accounts.parcel_by_code(options["parcel"])
