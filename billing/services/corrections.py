@@ -210,6 +210,22 @@ def _owed(state: rules.LedgerState) -> Decimal:
     return sum((c.balance for c in state.charges if c.due <= state.as_of), ZERO)
 
 
+def _checked_request(*, acting_user: Any, roll_line: RollLine, reason: str, made_on: date | None, om_charge_delta: Any,
+                     credit_delta: Any, credit_percent: Any) -> tuple[date, Decimal, Decimal | None, Decimal | None]:
+    """The checks a correction and its preview share (Hacienda's, a final roll, a reason) and
+    the request's day and amounts parsed: ``(on, om_delta, credit, percent)``."""
+    require_role(acting_user, HACIENDA)
+    if not roll_line.levy.is_final:
+        raise LevyError(_("Solo se corrige un padrón finalizado; un borrador se calcula de nuevo."))
+    if not reason.strip():
+        raise LevyError(_("Una corrección requiere una razón."))
+    on = made_on or timezone.localdate()
+    om_delta = _decimal(om_charge_delta, what=_("el cargo de O&M")) or ZERO
+    credit = _decimal(credit_delta, what=_("el crédito"))
+    percent = _decimal(credit_percent, what=_("el por ciento de crédito"))
+    return on, om_delta, credit, percent
+
+
 def roll_correction_preview(
     *, acting_user: Any, roll_line: RollLine, om_charge_delta: Decimal, credit_delta: Decimal | None = None, reason: str,
     due_date: date | None = None, credit_percent: Decimal | None = None, made_on: date | None = None,
@@ -221,15 +237,9 @@ def roll_correction_preview(
     for the money freed, as ``freed_money`` posts them. Raises ``LevyError`` as the writer would."""
     from levy.models import LegalParameterSet
 
-    require_role(acting_user, HACIENDA)
-    if not roll_line.levy.is_final:
-        raise LevyError(_("Solo se corrige un padrón finalizado; un borrador se calcula de nuevo."))
-    if not reason.strip():
-        raise LevyError(_("Una corrección requiere una razón."))
-    on = made_on or timezone.localdate()
-    om_delta = _decimal(om_charge_delta, what=_("el cargo de O&M")) or ZERO
-    credit = _decimal(credit_delta, what=_("el crédito"))
-    percent = _decimal(credit_percent, what=_("el por ciento de crédito"))
+    on, om_delta, credit, percent = _checked_request(
+        acting_user=acting_user, roll_line=roll_line, reason=reason, made_on=made_on, om_charge_delta=om_charge_delta,
+        credit_delta=credit_delta, credit_percent=credit_percent)
     try:
         plan = correction_plan_for(roll_line=roll_line, made_on=on, om_charge_delta=om_delta, credit_delta=credit,
                                    credit_percent=percent, due_date=due_date)
@@ -315,15 +325,9 @@ def roll_correction_create(
     (¶7): with a new ``credit_percent`` it becomes ``round(percent × corrected charge)``. A
     ``credit_percent`` equal to the line's records nothing (``rules.correction_plan``). ``due_date`` may set a later due date for the rises, never an earlier one. Refusals are
     ``LevyError`` with the line's figures in Spanish."""
-    require_role(acting_user, HACIENDA)
-    if not roll_line.levy.is_final:
-        raise LevyError(_("Solo se corrige un padrón finalizado; un borrador se calcula de nuevo."))
-    if not reason.strip():
-        raise LevyError(_("Una corrección requiere una razón."))
-    on = made_on or timezone.localdate()
-    om_delta = _decimal(om_charge_delta, what=_("el cargo de O&M")) or ZERO
-    credit = _decimal(credit_delta, what=_("el crédito"))
-    percent = _decimal(credit_percent, what=_("el por ciento de crédito"))
+    on, om_delta, credit, percent = _checked_request(
+        acting_user=acting_user, roll_line=roll_line, reason=reason, made_on=made_on, om_charge_delta=om_charge_delta,
+        credit_delta=credit_delta, credit_percent=credit_percent)
     Parcel.objects.select_for_update().get(pk=roll_line.parcel_id)
     try:
         plan = correction_plan_for(roll_line=roll_line, made_on=on, om_charge_delta=om_delta, credit_delta=credit,
