@@ -54,8 +54,9 @@ WORKSHEET_LINES: tuple[tuple[str, str, str, Any], ...] = (
 )
 
 
-def _label(year: str) -> str:
-    """A fiscal year label from the URL, or 404 (the converter only checks the shape)."""
+def year_label_or_404(year: str) -> str:
+    """A fiscal year label from the URL, or 404 (the converter only checks the shape). The roll's
+    finalization and corrections pages (``billing.web.roll``) read their URL's year with it too."""
     try:
         rules.fiscal_year_start(year)
     except rules.LevyRuleError:
@@ -63,8 +64,8 @@ def _label(year: str) -> str:
     return year
 
 
-def _year_or_404(year: str) -> FiscalYear:
-    return get_object_or_404(FiscalYear, label=_label(year))
+def fiscal_year_or_404(year: str) -> FiscalYear:
+    return get_object_or_404(FiscalYear, label=year_label_or_404(year))
 
 
 def _amount(value: Any) -> Decimal:
@@ -160,7 +161,7 @@ def _refused_field(form: EstimateForm, params: LegalParameterSet | None) -> str 
 
 @role_required(*YEAR_READERS)
 def estimates(request: HttpRequest, year: str) -> HttpResponse:
-    label = _label(year)
+    label = year_label_or_404(year)
     start = rules.fiscal_year_start(label)
     fiscal_year = FiscalYear.objects.filter(label=label).first()
     current = services.current_estimate(fiscal_year) if fiscal_year else None
@@ -246,7 +247,7 @@ def _certify_review(request: HttpRequest, label: str, current: Estimate, *, chan
 def estimate_certify(request: HttpRequest, year: str) -> HttpResponse:
     """¶1(1), ¶3: a POST without the review page's fingerprint shows the review page (nothing is
     certified); the review page's POST certifies only if its figures are still the current ones."""
-    label = _label(year)
+    label = year_label_or_404(year)
     fiscal_year = FiscalYear.objects.filter(label=label).first()
     current = services.current_estimate(fiscal_year) if fiscal_year else None
     if current is not None and request.POST.get("estimate") != str(current.pk):
@@ -309,7 +310,7 @@ def credits_check(*, k0: Any, total_levy: Any, safety_margin_rate: Decimal, cert
 
 @role_required(*ROLL_READERS)
 def worksheet(request: HttpRequest, year: str) -> HttpResponse:
-    label = _label(year)
+    label = year_label_or_404(year)
     start = rules.fiscal_year_start(label)
     fiscal_year = FiscalYear.objects.filter(label=label).first()
     today = timezone.localdate()
@@ -348,7 +349,7 @@ def worksheet(request: HttpRequest, year: str) -> HttpResponse:
 def compute(request: HttpRequest, year: str) -> HttpResponse:
     """Queue ``levy_compute`` for a worker; the progress page waits for it. While another compute
     of the year runs, the request is refused and its page says which one (and shows its progress)."""
-    label = _label(year)
+    label = year_label_or_404(year)
     try:
         job = services.levy_compute_start(acting_user=request.user, fiscal_year=label)
     except services.LevyComputeBusy as exc:
@@ -359,7 +360,7 @@ def compute(request: HttpRequest, year: str) -> HttpResponse:
 
 @role_required(*ROLL_READERS)
 def compute_progress(request: HttpRequest, year: str, pk: int) -> HttpResponse:
-    label = _label(year)
+    label = year_label_or_404(year)
     job = get_object_or_404(Job, pk=pk, kind=LEVY_COMPUTE, payload__fiscal_year=label)
     refused = job.result.get("refused") if job.status == Job.Status.DONE else None
     if job.status == Job.Status.DONE and not refused:
@@ -382,10 +383,10 @@ FILTER_PARAMS = ("q", "levied", "reason", "credit")
 
 @role_required(*ROLL_READERS)
 def roll(request: HttpRequest, year: str) -> HttpResponse:
-    label = _label(year)
+    label = year_label_or_404(year)
     levy = selectors.roll_levy(label)
     if levy is None:
-        fiscal_year = _year_or_404(label)
+        fiscal_year = fiscal_year_or_404(label)
         return render(request, "levy/roll.html", {"label": label, "fiscal_year": fiscal_year, "levy": None})
     export = request.GET.get("format")
     if export == "csv":
@@ -504,7 +505,7 @@ class Change:
 
 @role_required(*WHATIF_USERS)
 def whatif(request: HttpRequest, year: str) -> HttpResponse:
-    label = _label(year)
+    label = year_label_or_404(year)
     start = rules.fiscal_year_start(label)
     # An unsaved FiscalYear when the year has no estimates yet: compute() only reads .start.
     fiscal_year = FiscalYear.objects.filter(label=label).first() or FiscalYear(label=label, start=start)

@@ -12,8 +12,8 @@ from typing import Any
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.db.models import Count, Q, Sum
-from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import formats, timezone
 from django.utils.html import format_html
@@ -21,10 +21,10 @@ from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 from django.views.decorators.http import require_POST
 
-from levy import rules
 from levy.forms import CorrectionForm
-from levy.models import FiscalYear, LegalParameterSet, Levy, RollCorrection, RollLine
+from levy.models import LegalParameterSet, Levy, RollCorrection, RollLine
 from levy.services import LevyError, draft_levy, final_levy
+from levy.views import fiscal_year_or_404, year_label_or_404
 from parcels import review
 from parcels.roles import AUDITOR, HACIENDA, has_role, role_required
 from parcels.search import one_by_code
@@ -34,20 +34,6 @@ from ..accounts import due_and_last_day
 from ..models import Charge
 from ..services import corrections as correction_services
 from ..services import installments as installment_services
-
-
-def _label(year: str) -> str:
-    """A fiscal year label from the URL, or 404 (the converter only checks the shape)."""
-    try:
-        rules.fiscal_year_start(year)
-    except rules.LevyRuleError:
-        raise Http404(_("Año fiscal inválido.")) from None
-    return year
-
-
-def _year_or_404(year: str) -> FiscalYear:
-    return get_object_or_404(FiscalYear, label=_label(year))
-
 
 FINALIZE_ACT = "levy.finalize"
 
@@ -114,8 +100,8 @@ def finalize_fingerprint(preview: FinalizePreview) -> str:
 def finalize(request: HttpRequest, year: str) -> HttpResponse:
     """¶11: a POST without the review page's fingerprint shows the review page (nothing is
     finalized); the review page's POST finalizes only if its figures are still the current ones."""
-    label = _label(year)
-    fiscal_year = _year_or_404(label)
+    label = year_label_or_404(year)
+    fiscal_year = fiscal_year_or_404(label)
     levy = draft_levy(fiscal_year) if final_levy(fiscal_year) is None else None
     if levy is not None:
         preview = finalize_preview(levy, on=timezone.localdate())
@@ -161,7 +147,7 @@ def corrections(request: HttpRequest, year: str) -> HttpResponse:
     the lowerings, the give-back and the *crédito aplicado* it will post, read by
     ``roll_correction_preview`` without writing); the correction is recorded only from that page's
     POST, whose fingerprint must match the figures still current (issue 18)."""
-    fiscal_year = _year_or_404(year)
+    fiscal_year = fiscal_year_or_404(year)
     levy = final_levy(fiscal_year)
     form = CorrectionForm(request.POST or None)
     if request.method == "POST":
