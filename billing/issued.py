@@ -16,10 +16,10 @@ from typing import Any
 
 from django.db.models import QuerySet
 from django.utils import timezone
-from django.utils.translation import override
 
 from . import accounts
 from .models import AccountStatement, Bill, DebtCertificate
+from .pdf import document_language
 
 DEFAULT_SAMPLE = 20  # documents of each kind read by default (``verify_books --sample N``)
 
@@ -61,12 +61,13 @@ def _statement_difference(parcel: Any, as_of: Any, known_by: datetime, stored: d
     """What differs between the statement read again and ``stored`` (the statement's keys only),
     or ``None``. How each surcharge was counted is worded in the document's language, which an
     estado does not record: a match in either language is a match, and a difference is named as
-    read in the document's language."""
+    read in the document's language. Each language is read as ``pdf.document_language`` words
+    it, as the document was issued (an English estado writes its entries' dates long)."""
     keys = ("parcel_id", "as_of", "installments", "other_charges", "total_due", "total_balance", "credit_balance")
     language = stored.get("language") or "es"
     first = None
     for lang in dict.fromkeys((language, "es", "en")):
-        with override(lang):
+        with document_language(lang):  # worded as the document was: an English one's dates all long
             difference = _difference(accounts.statement(parcel=parcel, as_of=as_of, known_by=known_by).to_json(),
                                      stored, keys)
         if difference is None:

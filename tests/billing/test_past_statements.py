@@ -151,3 +151,20 @@ def test_a_bill_of_a_day_before_its_charge_was_recorded_is_refused_with_a_reason
         accounts_facts(charges=[charge], issued_on=date(2027, 6, 29))
     with on_day(date(2027, 7, 5)):
         assert accounts_facts(charges=[charge], issued_on=date(2027, 6, 30))[charge.pk].state.key == accounts.charge_key(charge.pk)
+
+
+@pytest.mark.django_db
+def test_an_english_estado_with_a_closure_entry_reads_again_as_issued(year_2027, staff):
+    """An English estado words its entries' dates long ("31 August 2027", ``pdf.document_language``);
+    the books' ``issued`` check reads it again the same way, so the estado of a day with a
+    closure entry is no finding (it was one: the check read English with the pages' d/m/Y)."""
+    from billing import issued
+
+    p4 = year_2027["P4"]
+    with on_day(date(2027, 9, 2)):
+        collection.office_closure_record(acting_user=staff["hacienda"], day=date(2027, 8, 30), reason="Huracán")
+        estado = statements.statement_issue(parcel=p4, channel="counter", acting_user=staff["collector"], lang="en")
+    events = [event["text"] for line in estado.snapshot["installments"] for event in line["events"]]
+    assert any("Office closure of 30 August 2027" in text for text in events), events
+    with on_day(date(2027, 9, 3)):
+        assert issued.check_issued(sample=None) == []
