@@ -78,6 +78,9 @@ class Owner(models.Model):
     owner_key = models.CharField(_("clave del dueño"), max_length=40, unique=True)
     name = models.CharField(_("nombre"), max_length=200)
     email = models.EmailField(_("correo electrónico"), blank=True)
+    # Issue 19: when the owner confirmed ``email`` (the link sent to it was opened); e-mail bills and
+    # reminders go only to a confirmed address. Changing the address clears it.
+    email_confirmed_at = models.DateTimeField(_("correo confirmado el"), null=True, blank=True)
     preferred_language = models.CharField(
         _("idioma de los documentos"), max_length=2, choices=Language.choices, default=Language.SPANISH,
         db_default=Language.SPANISH,
