@@ -107,6 +107,8 @@ MIDDLEWARE = [
     "pghistory.middleware.HistoryMiddleware",
     "axes.middleware.AxesMiddleware",
     "parcels.middleware.AccessAuditMiddleware",
+    # Last, so process_view sees the view itself: report views read the replica (parcels.replica).
+    "parcels.replica.ReplicaMiddleware",
 ]
 
 ROOT_URLCONF = "lajas_portal.urls"
@@ -165,6 +167,13 @@ DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=envint(
 # A kept connection the server dropped (a restart, a failover, pg_terminate_backend) is noticed
 # before the request uses it, instead of failing that request with "the connection is closed".
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+# Issue 20: a streaming replica for the report pages (parcels.replica); never written to.
+if env("DATABASE_REPLICA_URL"):
+    DATABASES["replica"] = dj_database_url.parse(env("DATABASE_REPLICA_URL"), conn_max_age=envint("CONN_MAX_AGE", "60"))
+    DATABASES["replica"]["CONN_HEALTH_CHECKS"] = True
+    DATABASES["replica"]["TEST"] = {"MIRROR": "default"}
+DATABASE_ROUTERS = ["parcels.replica.ReplicaRouter"]
+REPORTS_FROM_REPLICA = "replica" in DATABASES
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 

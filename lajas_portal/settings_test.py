@@ -22,3 +22,8 @@ ANCHOR_PUBLIC_KEY_FILE = ""
 ANCHOR_EMAIL = []
 STORAGES["anchors"] = {"BACKEND": "billing.storage.WriteOnceStorage",  # noqa: F405
                        "OPTIONS": {"location": str(ANCHOR_DIR), "deletable": False}}
+# Issue 20: a `replica` alias that is the test database itself (Django's test mirror), so the router's
+# choice can be checked per view (tests/test_replica.py turns REPORTS_FROM_REPLICA on there only:
+# a test's own transaction is not visible through a second connection).
+DATABASES.setdefault("replica", {**DATABASES["default"], "TEST": {"MIRROR": "default"}})  # noqa: F405
+REPORTS_FROM_REPLICA = False

@@ -23,6 +23,7 @@ from django.views.decorators.http import require_POST
 from parcels import review
 from parcels.jobs import job_active
 from parcels.models import Job
+from parcels.replica import reads_replica
 from parcels.roles import AUDITOR, AUTHORITY, HACIENDA, STAFF_ROLES, has_role, role_required
 
 from . import charts, rules, selectors, services
@@ -381,6 +382,7 @@ def compute_progress(request: HttpRequest, year: str, pk: int) -> HttpResponse:
 FILTER_PARAMS = ("q", "levied", "reason", "credit")
 
 
+@reads_replica
 @role_required(*ROLL_READERS)
 def roll(request: HttpRequest, year: str) -> HttpResponse:
     label = year_label_or_404(year)

@@ -35,6 +35,7 @@ from parcels import review, search
 from parcels.addresses import zip_problem
 from parcels.forms import AmountField, DateInput
 from parcels.models import Parcel
+from parcels.replica import reads_replica
 from parcels.roles import AUDITOR, AUTHORITY, COLLECTOR, HACIENDA, SUPERVISOR, role_required
 
 from .. import accounts, charts
@@ -304,6 +305,7 @@ def _delinquent_csv(items: list[accounts.DelinquentCharge], as_of: date) -> Http
     return response
 
 
+@reads_replica
 @role_required(*DELINQUENT_READERS)
 def delinquent(request: HttpRequest) -> HttpResponse:
     today = timezone.localdate()
@@ -435,6 +437,7 @@ def certificate_pdf(request: HttpRequest, pk: int) -> HttpResponse:
 # ---------------------------------------------------------------------------------------------
 
 
+@reads_replica
 @role_required(*DASHBOARD_READERS)
 def dashboard(request: HttpRequest) -> HttpResponse:
     data = charts.dashboard(as_of=timezone.localdate())
