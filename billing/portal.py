@@ -217,6 +217,12 @@ def installment_bills(parcel: Parcel, *, today: date | None = None) -> list[dict
     its bill when it has one (one per installment, ``services.bills``): the current fiscal year
     first, then the others newest first. What the portal's statement, the landowner's home and
     the counter offer to download."""
+    return installment_bills_of([parcel], today=today)[parcel.pk]
+
+
+def installment_bills_of(parcels: list[Parcel], *, today: date | None = None) -> dict[int, list[dict[str, Any]]]:
+    """``installment_bills`` of each of ``parcels`` (by pk), in two queries whatever their number
+    (the landowner's home lists every parcel: issue 20, query budgets)."""
     from django.utils import timezone
 
     from levy.models import Levy
@@ -225,9 +231,12 @@ def installment_bills(parcel: Parcel, *, today: date | None = None) -> list[dict
 
     today = today or timezone.localdate()
     horizon = today + timedelta(days=settings.BILL_OFFER_DAYS)
-    charges = list(Charge.objects.filter(parcel=parcel, kind=Charge.Kind.INSTALLMENT, roll_line__levy__status=Levy.Status.FINAL,
-                                         due_date__lte=horizon)
+    charges = list(Charge.objects.filter(parcel__in=[parcel.pk for parcel in parcels], kind=Charge.Kind.INSTALLMENT,
+                                         roll_line__levy__status=Levy.Status.FINAL, due_date__lte=horizon)
                    .select_related("fiscal_year").order_by("-fiscal_year__start", "number"))
     charges.sort(key=lambda charge: not (charge.fiscal_year.start <= today <= charge.fiscal_year.end))  # stable: current year first
     bills = {bill.charge_id: bill for bill in Bill.objects.filter(charge__in=charges).only("pk", "number", "charge_id")}
-    return [{"charge": charge, "bill": bills.get(charge.pk)} for charge in charges]
+    found: dict[int, list[dict[str, Any]]] = {parcel.pk: [] for parcel in parcels}
+    for charge in charges:
+        found[charge.parcel_id].append({"charge": charge, "bill": bills.get(charge.pk)})
+    return found

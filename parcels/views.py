@@ -22,6 +22,7 @@ from .imports import stored_error_message, template_csv
 from .models import AccessEvent, ImportUpload, Job, Owner, Parcel
 from .roles import AUDITOR, AUTHORITY, COLLECTOR, HACIENDA, STAFF_ROLES, SUPERVISOR, has_role, role_required
 from .search import owners_matching
+from .templatetags.audit_history import related_names_prime
 
 REGISTRY_READERS = (AUTHORITY, HACIENDA, COLLECTOR, SUPERVISOR, AUDITOR)
 PAGE_SIZE = 50
@@ -45,7 +46,7 @@ def parcel_detail(request: HttpRequest, pk: int) -> HttpResponse:
     staff = has_role(request.user, *STAFF_ROLES)
     context = {"parcel": parcel, "staff": staff}
     if staff:
-        context["history"] = selectors.parcel_history(parcel=parcel)[:50]
+        context["history"] = related_names_prime(selectors.parcel_history(parcel=parcel)[:50])
         context["transfers"] = parcel.transfers.select_related("from_owner", "to_owner", "recorded_by")
     return render(request, "parcels/parcel_detail.html", context)
 
@@ -128,7 +129,8 @@ def owner_detail(request: HttpRequest, pk: int) -> HttpResponse:
     owner = get_object_or_404(Owner, pk=pk)
     return render(request, "parcels/owner_detail.html", {
         "owner": owner, "parcels": owner.parcels.order_by("parcel_id")[:500],
-        "history": selectors.audit_events().filter(pgh_obj_model="parcels.Owner", pgh_obj_id=str(owner.pk))[:50],
+        "history": related_names_prime(
+            selectors.audit_events().filter(pgh_obj_model="parcels.Owner", pgh_obj_id=str(owner.pk))[:50]),
     })
 
 
@@ -266,6 +268,7 @@ def audit(request: HttpRequest) -> HttpResponse:
         events = selectors.audit_events(user=who, model=model if model in _event_models() else "", since=since, until=until,
                                         query=params.get("q", ""))
         page = Paginator(events, PAGE_SIZE).get_page(params.get("page"))
+        page.object_list = related_names_prime(page.object_list)
     # The access log is about users, not parcels: a search by owner or parcel shows the changes only.
     if event != CHANGES and not (event == "" and params.get("q", "").strip()):
         accesses = selectors.access_events(user=who, kind=event, since=since, until=until)

@@ -18,7 +18,7 @@ from parcels.roles import LANDOWNER, STAFF_ROLES, has_role
 
 from ..accounts import account_states, delinquency_parameters
 from ..models import Receipt
-from ..portal import installment_bills
+from ..portal import installment_bills_of
 from ..selectors import open_seizures
 from ..services.bills import bill_office, office_snapshot
 from ..wording import rate_label
@@ -30,12 +30,13 @@ def _landowner_rows(parcels: list[Parcel]) -> list[dict]:
 
     today = timezone.localdate()
     states = account_states(parcels=parcels, as_of=today)
+    bills = installment_bills_of(parcels, today=today)
     rows = []
     for parcel in parcels:
         state = states[parcel.pk].state
         unpaid = sorted((c for c in state.charges if c.balance > 0), key=lambda c: (c.last_day, c.key))
         rows.append({"parcel": parcel, "owed_now": state.total_due, "next": unpaid[0] if unpaid else None,
-                     "late": bool(unpaid) and unpaid[0].last_day < today, "bills": installment_bills(parcel)})
+                     "late": bool(unpaid) and unpaid[0].last_day < today, "bills": bills[parcel.pk]})
     return rows
 
 

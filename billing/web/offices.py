@@ -10,6 +10,7 @@ from django.utils.translation import gettext as _
 from pghistory.models import Events
 
 from parcels.roles import role_required
+from parcels.templatetags.audit_history import related_names_prime
 
 from ..errors import BillingError
 from ..models import Office
@@ -38,5 +39,5 @@ def office_edit(request: HttpRequest, code: str) -> HttpResponse:
             messages.success(request, _("Datos de la oficina %(c)s guardados; los avisos que se emitan desde ahora los imprimen.")
                              % {"c": office.code})
             return redirect("collections:office-edit", code=office.code)
-    events = Events.objects.tracks(office).order_by("-pgh_created_at")[:HISTORY_LIMIT]
+    events = related_names_prime(Events.objects.tracks(office).order_by("-pgh_created_at")[:HISTORY_LIMIT])
     return render(request, "billing/hacienda/office_edit.html", {"office": office, "form": form, "events": events})

@@ -8,6 +8,7 @@ works for every tracked one (the office of the Collector too)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any
@@ -83,8 +84,32 @@ def value_is_typed(model: type[models.Model] | None, column: str) -> bool:
     return field is None or not (field.choices or isinstance(field, (models.BooleanField, models.DateField)))
 
 
-def field_value(model: type[models.Model] | None, column: str, value: Any) -> str:
-    """A stored value as the pages show it."""
+def related_names_prime(events: Iterable[Any]) -> list[Any]:
+    """Looks up, in one query per related model, the records the events' foreign keys name (an
+    owner by name, a user by username) and keeps them on each event (``related_names``), so a page
+    of history costs the same few queries whatever its length (issue 20: query budgets). Returns
+    the events as a list."""
+    events = list(events)
+    wanted: dict[type[models.Model], set[Any]] = {}
+    for event in events:
+        model = _model(event)
+        pairs = list((event.pgh_data or {}).items())
+        pairs += [(column, value) for column, change in (event.pgh_diff or {}).items() for value in change]
+        for column, value in pairs:
+            field = _field(model, column)
+            if isinstance(field, models.ForeignKey) and value not in (None, ""):
+                wanted.setdefault(field.related_model, set()).add(value)
+    names: dict[tuple[type[models.Model], str], str] = {}
+    for related_model, pks in wanted.items():
+        for pk, record in related_model._default_manager.in_bulk(pks).items():
+            names[(related_model, str(pk))] = str(record)
+    for event in events:
+        event.related_names = names
+    return events
+
+
+def field_value(model: type[models.Model] | None, column: str, value: Any, names: dict | None = None) -> str:
+    """A stored value as the pages show it (``names``: what ``related_names_prime`` looked up)."""
     if value is None or value == "":
         return NONE
     field = _field(model, column)
@@ -108,6 +133,9 @@ def field_value(model: type[models.Model] | None, column: str, value: Any) -> st
         except ValueError:
             return str(value)
     if isinstance(field, models.ForeignKey):
+        if names is not None:
+            name = names.get((field.related_model, str(value)))
+            return name if name is not None else f"#{value}"
         related = field.related_model._default_manager.filter(pk=value).first()
         return str(related) if related is not None else f"#{value}"
     return str(value)
@@ -117,9 +145,10 @@ def field_value(model: type[models.Model] | None, column: str, value: Any) -> st
 def history_changes(event: Any) -> list[FieldChange]:
     """An update's changed fields, each with its label and its values before and after."""
     model = _model(event)
+    names = getattr(event, "related_names", None)
     return [
-        FieldChange(field_label(model, column), field_value(model, column, change[0]), field_value(model, column, change[1]),
-                    value_is_typed(model, column))
+        FieldChange(field_label(model, column), field_value(model, column, change[0], names),
+                    field_value(model, column, change[1], names), value_is_typed(model, column))
         for column, change in (event.pgh_diff or {}).items() if column not in HIDDEN
     ]
 
@@ -128,7 +157,8 @@ def history_changes(event: Any) -> list[FieldChange]:
 def history_fields(event: Any) -> list[FieldValue]:
     """An insert's or delete's fields, each with its label and its value."""
     model = _model(event)
+    names = getattr(event, "related_names", None)
     return [
-        FieldValue(field_label(model, column), field_value(model, column, value), value_is_typed(model, column))
+        FieldValue(field_label(model, column), field_value(model, column, value, names), value_is_typed(model, column))
         for column, value in (event.pgh_data or {}).items() if column not in HIDDEN
     ]
