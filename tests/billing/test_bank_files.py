@@ -101,6 +101,10 @@ def test_the_same_file_twice_applies_once(district_1, staff, bppr, monkeypatch, 
         (1, date(2026, 7, 15), D("9180.00"), "transfer"), (2, date(2026, 7, 16), D("500.00"), "transfer")]
     assert lines["T1001"].payment == receipts[0].payment and receipts[0].display_number == "BPPR-2026-2027-000001"
     assert receipts[0].snapshot["office"]["name"] == "Banco Popular — agente recaudador"
+    # the bank's receipts are links 1, 2 of their own series in the chain of issued records
+    from levy.models import ChainLink
+    assert list(ChainLink.objects.filter(series="receipt BPPR 2026-2027").order_by("position")
+                .values_list("position", "record_id")) == [(1, receipts[0].pk), (2, receipts[1].pk)]
     # applied like counter money: P1's July half settled, P4's July half lowered by 500.00
     statement = accounts.statement(parcel=Parcel.objects.get(parcel_id="P1"), as_of=date(2026, 7, 20))
     assert [(line.number, line.balance) for line in statement.lines] == [(1, D("0.00")), (2, D("9180.00"))]
@@ -255,3 +259,28 @@ def test_a_bank_is_not_a_counter(district_1, staff, bppr, monkeypatch):
     # a district with one counter still needs no assignment: the bank is not a second counter
     receipt = counter.payment_record(acting_user=staff["collector"], parcel=Parcel.objects.get(parcel_id="P1"), amount=D("1.00"))
     assert receipt.office.code == "LAJ"
+
+
+@pytest.mark.django_db
+def test_the_upload_page_refuses_a_malformed_file_by_line_and_only_a_supervisor_uploads(client, district_1, staff, bppr,
+                                                                                        monkeypatch):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+    from django.urls import reverse
+
+    at(monkeypatch, date(2026, 7, 20))
+    bad = SimpleUploadedFile("bad.csv", (HEADER + "T1,2026-07-15,9180,P1,A,,,\n").encode(), content_type="text/csv")
+    client.force_login(staff["supervisor"])
+    page = client.post(reverse("collections:bank-files"), {"bank": "BPPR", "file": bad}).content.decode()
+    assert "se rechazó completo y no se registró nada" in page and "línea 2: cantidad «9180» inválida" in page
+    assert not BankFile.objects.exists()
+    good = SimpleUploadedFile("good.csv", first_file(), content_type="text/csv")
+    page = client.post(reverse("collections:bank-files"), {"bank": "BPPR", "file": good}).content.decode()
+    assert "Se aplicarán: 2" in page and "Irán a excepciones: 3" in page and not BankFile.objects.exists()
+    # a confirmation whose fingerprint is not the preview's imports nothing: the preview is shown again
+    sha = __import__("hashlib").sha256(first_file()).hexdigest()
+    page = client.post(reverse("collections:bank-file-confirm"), {"sha256": sha, "reviewed": "x"}).content.decode()
+    assert "cambió desde que lo revisó" in page and not BankFile.objects.exists()
+    client.force_login(staff["hacienda"])
+    assert client.get(reverse("collections:bank-files")).status_code == 200
+    again = SimpleUploadedFile("good.csv", first_file(), content_type="text/csv")
+    assert client.post(reverse("collections:bank-files"), {"bank": "BPPR", "file": again}).status_code == 403

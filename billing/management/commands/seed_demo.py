@@ -387,10 +387,11 @@ class Command(BaseCommand):
         from billing.models import BankFile
 
         files = list(BankFile.objects.filter(bank__code=DEMO_BANK[0]).order_by("pk"))
+        described = ", ".join(f"{item.original_name} ({item.applied_count} applied, {item.exception_count} exception(s), "
+                              f"{item.returned_count} returned)" for item in files)
         say("bank payment files (¶13)", files and (
-            f"{', '.join(f'{item.original_name} ({item.applied_count} applied, {item.exception_count} exception(s), '
-                         f'{item.returned_count} returned)' for item in files)}; as supervisor: "
-            f"{site}{reverse('collections:bank-files')}, the exceptions queue {site}{reverse('collections:bank-exceptions')}"))
+            f"{described}; as supervisor: {site}{reverse('collections:bank-files')}, "
+            f"the exceptions queue {site}{reverse('collections:bank-exceptions')}"))
         for what in getattr(self, "left_out", []):
             lines.append(f"  not built on today's date: {what}")
         return lines
