@@ -284,3 +284,29 @@ def test_the_upload_page_refuses_a_malformed_file_by_line_and_only_a_supervisor_
     assert client.get(reverse("collections:bank-files")).status_code == 200
     again = SimpleUploadedFile("good.csv", first_file(), content_type="text/csv")
     assert client.post(reverse("collections:bank-files"), {"bank": "BPPR", "file": again}).status_code == 403
+
+
+@pytest.mark.django_db
+def test_the_bank_pages_are_valid_html(client, district_1, staff, bppr, monkeypatch, tmp_path):
+    """The files page, the preview, a file's lines and the exceptions queue (with a resolution),
+    read by the Nu HTML Checker as tests/test_html_valid.py reads the other pages."""
+    from django.core.files.uploadedfile import SimpleUploadedFile
+    from django.urls import reverse
+
+    from tests.test_html_valid import need_java, nu_errors
+
+    need_java()
+    at(monkeypatch, date(2026, 7, 20))
+    client.force_login(staff["supervisor"])
+    preview = client.post(reverse("collections:bank-files"),
+                          {"bank": "BPPR", "file": SimpleUploadedFile("f.csv", first_file(), content_type="text/csv")})
+    bank_file = import_file(staff, bppr, first_file())
+    bank.bank_exception_resolve(acting_user=staff["supervisor"], line=bank_file.lines.get(trace_number="T1005"),
+                                action="unapplied")
+    pages = {"preview": preview.content, "files": client.get(reverse("collections:bank-files")).content,
+             "file": client.get(reverse("collections:bank-file", args=[bank_file.pk])).content,
+             "exceptions": client.get(reverse("collections:bank-exceptions")).content}
+    for name, content in pages.items():
+        assert b'<meta name="description"' in content, name
+        (tmp_path / f"{name}.html").write_bytes(content)
+    assert nu_errors(tmp_path) == []
