@@ -65,16 +65,31 @@ class Office(models.Model):
     on_bills = models.BooleanField(_("se imprime en los avisos"), default=False, db_default=False,
                                    help_text=_("La oficina que los avisos emitidos por Hacienda nombran para pagar."))
 
+    class Kind(models.TextChoices):
+        COUNTER = "counter", _("Colecturía (mostrador)")
+        # ¶13 (docs/interpretations.md): a bank the Secretary designates as collecting agent acts as
+        # a Collector's office; its payments come in bank files (billing.services.bank), dated their
+        # value date, numbered in its own receipt series; it has no counter and no day close.
+        BANK = "bank", _("Banco agente recaudador")
+
+    kind = models.CharField(_("tipo"), max_length=8, choices=Kind.choices, default=Kind.COUNTER, db_default=Kind.COUNTER)
+
     class Meta:
         ordering = ["code"]
         constraints = [
             models.UniqueConstraint(fields=["on_bills"], condition=Q(on_bills=True), name="one_office_on_bills"),
             models.CheckConstraint(condition=Q(zip_code="") | Q(zip_code__regex=r"^00[6-9][0-9]{2}(-[0-9]{4})?$"),
                                    name="office_pr_zip"),
+            # the bills name a counter where the landowner pays in person
+            models.CheckConstraint(condition=Q(on_bills=False) | Q(kind="counter"), name="office_on_bills_is_a_counter"),
         ]
 
     def __str__(self) -> str:
         return f"{self.name} ({self.code})"
+
+    @property
+    def is_bank(self) -> bool:
+        return self.kind == self.Kind.BANK
 
     def return_block(self) -> tuple[str, ...]:
         """The office's return address as USPS reads it: name, lines, ``LAJAS PR 00667``."""
@@ -1017,6 +1032,121 @@ class BooksCheckpoint(models.Model):
 
     class Meta:
         ordering = ["-pk"]
+        triggers = APPEND_ONLY
+
+
+# --- Bank payment files (issue 19): payments that do not come through the counter ---------------
+
+
+class BankFile(models.Model):
+    """¶13: one payment file a collecting bank (``Office`` of kind ``bank``) sent, as imported by
+    ``billing.services.bank.bank_file_import``: its name and SHA-256 as received, who imported it
+    and the counts and sums of its lines' outcomes at import (exceptions resolved later keep
+    their own records, ``BankLineResolution``). Append-only."""
+
+    bank = models.ForeignKey(Office, on_delete=models.PROTECT, related_name="bank_files")
+    original_name = models.CharField(_("archivo"), max_length=255)
+    sha256 = models.CharField(max_length=64)
+    imported_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    imported_at = models.DateTimeField(auto_now_add=True)
+    line_count = models.PositiveIntegerField(_("líneas"))
+    applied_count = models.PositiveIntegerField(_("aplicadas"))
+    applied_total = money_field(_("total aplicado"))
+    exception_count = models.PositiveIntegerField(_("excepciones"))
+    exception_total = money_field(_("total en excepciones"))
+    already_count = models.PositiveIntegerField(_("ya aplicadas"))
+    returned_count = models.PositiveIntegerField(_("devueltas"))
+    returned_total = money_field(_("total devuelto"))
+
+    class Meta:
+        ordering = ["-imported_at", "-id"]
+        constraints = [
+            models.CheckConstraint(condition=Q(sha256__regex=r"^[0-9a-f]{64}$"), name="bank_file_has_its_hash"),
+            models.CheckConstraint(
+                condition=Q(line_count=models.F("applied_count") + models.F("exception_count") + models.F("already_count")
+                            + models.F("returned_count")),
+                name="bank_file_counts_add_up",
+            ),
+        ]
+        triggers = APPEND_ONLY
+
+
+class BankFileLine(models.Model):
+    """One line of a bank file and what the import did with it (``outcome``): a payment applied
+    (``payment``, its receipt in the bank's series), an exception for a supervisor
+    (``exception_reason``), a line already imported from an earlier file (nothing new), or a
+    return that voided the payment of ``original_trace_number`` (``payment``, now voided).
+    ``(bank, trace_number)`` is the idempotency key: one line of each trace number is recorded
+    per bank besides the "already applied" repeats. Append-only; a resolution is a
+    ``BankLineResolution``."""
+
+    class Kind(models.TextChoices):
+        PAYMENT = "payment", _("Pago")
+        RETURN = "return", _("Devolución")
+
+    class Outcome(models.TextChoices):
+        APPLIED = "applied", _("Aplicado")
+        EXCEPTION = "exception", _("Excepción")
+        ALREADY = "already_applied", _("Ya aplicado")
+        RETURNED = "returned", _("Devuelto (pago anulado)")
+
+    file = models.ForeignKey(BankFile, on_delete=models.PROTECT, related_name="lines")
+    bank = models.ForeignKey(Office, on_delete=models.PROTECT, related_name="+")  # the file's, for the key below
+    line_number = models.PositiveIntegerField(_("línea"))
+    trace_number = models.CharField(_("número de rastreo"), max_length=40)
+    value_date = models.DateField(_("fecha valor"))
+    amount = money_field(_("cantidad"))
+    reference = models.CharField(_("referencia"), max_length=40, blank=True)
+    payer_name = models.CharField(_("pagador"), max_length=200, blank=True)
+    kind = models.CharField(_("tipo"), max_length=8, choices=Kind.choices)
+    original_trace_number = models.CharField(_("rastreo original"), max_length=40, blank=True)
+    return_reason = models.CharField(_("razón de la devolución"), max_length=120, blank=True)
+    outcome = models.CharField(_("resultado"), max_length=16, choices=Outcome.choices)
+    parcel = models.ForeignKey("parcels.Parcel", on_delete=models.PROTECT, null=True, blank=True, related_name="+")
+    payment = models.ForeignKey(Payment, on_delete=models.PROTECT, null=True, blank=True, related_name="bank_lines")
+    exception_reason = models.CharField(_("razón de la excepción"), max_length=300, blank=True)
+
+    class Meta:
+        ordering = ["file", "line_number"]
+        constraints = [
+            models.UniqueConstraint(fields=["bank", "trace_number"], condition=~Q(outcome="already_applied"),
+                                    name="one_bank_line_per_trace"),
+            models.UniqueConstraint(fields=["file", "line_number"], name="one_bank_line_per_line_number"),
+            models.CheckConstraint(condition=Q(amount__gt=0), name="bank_line_positive"),
+            models.CheckConstraint(condition=Q(outcome="exception") ^ Q(exception_reason=""), name="bank_line_exception_has_reason"),
+            models.CheckConstraint(condition=~Q(outcome__in=["applied", "returned"]) | Q(payment__isnull=False),
+                                   name="bank_line_applied_names_its_payment"),
+            models.CheckConstraint(condition=Q(kind="payment") | ~Q(original_trace_number=""), name="bank_return_names_original"),
+        ]
+        indexes = [models.Index(fields=["bank", "original_trace_number"])]
+        triggers = APPEND_ONLY
+
+
+class BankLineResolution(models.Model):
+    """A supervisor's resolution of an exception line (who and when): applied to a parcel
+    (``payment``, posted through the counter's own posting path), kept as unapplied funds (held,
+    on no account), returned to the payer, or, for a return line that matched no payment,
+    noted. One per line; append-only."""
+
+    class Action(models.TextChoices):
+        APPLY = "apply", _("Aplicada a un predio")
+        UNAPPLIED = "unapplied", _("Fondos sin aplicar")
+        RETURN = "return", _("Devuelta al pagador")
+        NOTED = "noted", _("Anotada (nada que anular)")
+
+    line = models.OneToOneField(BankFileLine, on_delete=models.PROTECT, related_name="resolution")
+    action = models.CharField(_("resolución"), max_length=10, choices=Action.choices)
+    parcel = models.ForeignKey("parcels.Parcel", on_delete=models.PROTECT, null=True, blank=True, related_name="+")
+    payment = models.OneToOneField(Payment, on_delete=models.PROTECT, null=True, blank=True, related_name="bank_resolution")
+    note = models.CharField(_("nota"), max_length=200, blank=True)
+    resolved_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    resolved_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["resolved_at", "id"]
+        constraints = [
+            models.CheckConstraint(condition=Q(action="apply") ^ Q(payment__isnull=True), name="bank_resolution_apply_has_payment"),
+        ]
         triggers = APPEND_ONLY
 
 

@@ -119,7 +119,7 @@ def bill_office(acting_user: Any = None) -> Office | None:
     assignment = getattr(acting_user, "collector_assignment", None) if acting_user is not None else None
     if assignment is not None:
         return assignment.office
-    return Office.objects.filter(on_bills=True).first() or Office.objects.order_by("code").first()
+    return Office.objects.filter(on_bills=True).first() or Office.objects.filter(kind=Office.Kind.COUNTER).order_by("code").first()
 
 
 def office_snapshot(office: Office | None) -> BillOffice | None:

@@ -63,11 +63,14 @@ def office_for(user: Any, code: str | None) -> Office:
         office = Office.objects.filter(code=code).first()
         if office is None:
             raise BillingError(_("Colecturía desconocida «%(c)s».") % {"c": code})
+        if office.is_bank:  # a collecting bank's payments come in its files (services.bank), not at a counter
+            raise BillingError(_("%(o)s es un banco agente recaudador: sus pagos llegan en sus archivos, no en el mostrador.")
+                               % {"o": office.code})
         return office
-    assignment = CollectorAssignment.objects.filter(user=user).select_related("office").first()
+    assignment = CollectorAssignment.objects.filter(user=user, office__kind=Office.Kind.COUNTER).select_related("office").first()
     if assignment is not None:
         return assignment.office
-    offices = list(Office.objects.all()[:2])
+    offices = list(Office.objects.filter(kind=Office.Kind.COUNTER)[:2])
     if len(offices) == 1:  # a district with one colecturía needs no assignments
         return offices[0]
     raise BillingError(_("El usuario %(u)s no está asignado a una colecturía.") % {"u": user.username})
@@ -145,10 +148,30 @@ def payment_record(
             _("La cuenta cambió mientras se cobraba (ahora se deben %(d)s). Revise antes de cobrar.")
             % {"d": f"${before.state.total_due:,.2f}"}
         )
+    return payment_post(
+        acting_user=acting_user, parcel=parcel, office=office, amount=amount, paid_on=paid_on, method=method,
+        reference=reference, idempotency_key=key, payer_name=parcel.owner.name, before=before, tendered=tendered,
+        change=change, backdated=backdated, backdate_reason=backdate_reason if backdated else "", second_of=earlier,
+    )
+
+
+def payment_post(
+    *, acting_user: Any, parcel: Parcel, office: Office, amount: Decimal, paid_on: date, method: str, reference: str,
+    idempotency_key: str, payer_name: str, before: Account | None = None, tendered: Decimal | None = None,
+    change: Decimal | None = None, backdated: bool = False, backdate_reason: str = "", second_of: Payment | None = None,
+) -> Receipt:
+    """¶12, ¶13: THE one posting path of money received, the counter's (``payment_record``) and a
+    collecting bank's (``services.bank``: a bank file's line, an exception applied to a parcel):
+    the payment row, its allocation (oldest charge first, surcharge before principal, stored
+    once), its ledger entries, the end of an open seizure case once nothing is due, and the
+    numbered receipt in ``office``'s series. The caller has checked who may record it and when,
+    and holds the parcel row's lock (``select_for_update``), inside its transaction."""
+    if before is None:
+        before = account_state(parcel=parcel, as_of=paid_on, known_by=None)
     payment = Payment(
         parcel=parcel, office=office, collector=acting_user, paid_on=paid_on, amount=amount, method=method,
-        reference=reference, idempotency_key=key, payer_name=parcel.owner.name, tendered=tendered, change=change,
-        backdated=backdated, backdate_reason=backdate_reason if backdated else "", second_of=earlier,
+        reference=reference, idempotency_key=idempotency_key, payer_name=payer_name, tendered=tendered, change=change,
+        backdated=backdated, backdate_reason=backdate_reason, second_of=second_of,
     )
     payment.full_clean()
     payment.save()
@@ -200,8 +223,7 @@ def _backdate_refusal(*, acting_user: Any, parcel: Parcel, office: Office, paid_
         return _("Un pago con fecha anterior a hoy (%(d)s) requiere la razón de la fecha retroactiva.") % {"d": day}
     if len(reason) > Payment._meta.get_field("backdate_reason").max_length:
         return _("La razón de la fecha retroactiva es demasiado larga (hasta 200 caracteres).")
-    later = (LedgerEntry.objects.filter(parcel=parcel, entry_date__gt=paid_on).exclude(kind=LedgerEntry.Kind.CHARGE)
-             .order_by("-entry_date", "-id").first())
+    later = later_entry(parcel=parcel, day=paid_on)
     if later is None:
         return ""
     what = {
@@ -212,6 +234,15 @@ def _backdate_refusal(*, acting_user: Any, parcel: Parcel, office: Office, paid_
         "No se puede registrar un pago con fecha %(d)s: la cuenta del predio %(p)s ya tiene %(what)s con fecha %(l)s, "
         "posterior a ese día. Un pago con fecha retroactiva no puede quedar antes de lo ya registrado."
     ) % {"d": day, "p": parcel.parcel_id, "what": what, "l": later.entry_date.strftime("%d/%m/%Y")}
+
+
+def later_entry(*, parcel: Parcel, day: date) -> LedgerEntry | None:
+    """The latest entry of the parcel's account dated after ``day`` other than a charge (a
+    payment, a void, a refund, a give-back, a credit applied, a correction): a payment dated
+    ``day`` cannot be recorded before it, since their stored allocations were made without it
+    (a back-dated payment at the counter; a bank line's value date, ``services.bank``)."""
+    return (LedgerEntry.objects.filter(parcel=parcel, entry_date__gt=day).exclude(kind=LedgerEntry.Kind.CHARGE)
+            .order_by("-entry_date", "-id").first())
 
 
 SECOND_PAYMENT_WINDOW = timedelta(minutes=10)  # issue 17: Back, then resubmit, took the same check twice
@@ -339,6 +370,8 @@ def day_close(*, acting_user: Any, office: Office, day: date, counted_cash: Deci
     After the close, a void of that day's payments is a new reversal dated later."""
     if not has_role(acting_user, SUPERVISOR):
         raise BillingError(_("Solo un supervisor cierra el día."))
+    if office.is_bank:
+        raise BillingError(_("Un banco agente recaudador no cierra días: sus pagos llegan en archivos con su fecha valor."))
     if DayClose.objects.filter(office=office, day=day).exists():
         raise BillingError(_("El día ya está cerrado."))
     report = day_report(office=office, day=day)  # issue 18: expected cash net of the day's cash refunds

@@ -442,7 +442,7 @@ def day_report(request: HttpRequest) -> HttpResponse:
     today = timezone.localdate()
     offices = None
     if has_role(request.user, SUPERVISOR):
-        offices = [(office.code, str(office)) for office in Office.objects.all()]
+        offices = [(office.code, str(office)) for office in Office.objects.filter(kind=Office.Kind.COUNTER)]
     params = None
     if request.GET:
         params = request.GET.copy()

@@ -5,7 +5,7 @@ from django.urls import path
 
 from levy.urls import FiscalYearConverter  # noqa: F401  (registers the ``fiscal_year`` converter)
 
-from . import books, counter, hacienda, home, offices, portal, public, roll, verify
+from . import bank, books, counter, hacienda, home, offices, portal, public, roll, verify
 
 home_page = home.home
 
@@ -39,6 +39,10 @@ collections_patterns = [
     path("cierres/", hacienda.closures, name="closures"),
     path("oficinas/", offices.office_list, name="offices"),
     path("oficinas/<str:code>/", offices.office_edit, name="office-edit"),
+    path("banco/", bank.bank_files, name="bank-files"),
+    path("banco/confirmar/", bank.bank_file_confirm, name="bank-file-confirm"),
+    path("banco/archivo/<int:pk>/", bank.bank_file, name="bank-file"),
+    path("banco/excepciones/", bank.bank_exceptions, name="bank-exceptions"),
     path("avisos/", hacienda.bill_batches, name="bill-batches"),
     path("avisos/<int:pk>/", hacienda.bill_batch, name="bill-batch"),
     path("avisos/<int:pk>/parte/<int:index>/", hacienda.bill_batch_part, name="bill-batch-part"),

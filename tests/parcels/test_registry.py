@@ -155,7 +155,8 @@ def test_seed_demo_builds_a_district_with_a_finalized_levy_and_payments(capsys, 
     steps = [line for line in out.splitlines() if line.startswith("demo ")]
     assert [line.split(":")[0] for line in steps] == [f"demo {n} of 5" for n in range(1, 6)]
     assert steps[0].startswith("demo 1 of 5: the parcel registry (80 parcels)... 80 parcels (")
-    season = Payment.objects.exclude(parcel__parcel_id="LAJ-000082").count()  # step 5 records the English owner's
+    # step 5 records the English owner's and the bank's (issue 19)
+    season = Payment.objects.exclude(parcel__parcel_id="LAJ-000082").exclude(office__kind="bank").count()
     assert f"linking to {settings.SITE_URL}... {season} payments recorded (" in steps[3]
     assert steps[4].startswith("demo 5 of 5: the documents a newcomer looks for... built; where each one is:")
     call_command("seed_demo", "--parcels", "80")  # a second run changes nothing
@@ -222,7 +223,7 @@ def test_seed_demo_reaches_every_document(capsys):
     assert f"LAJ-000082 (Margaret Ellison, user mellison): bill {bill.number}, receipt {receipt.display_number}, estado {estado.number}" in (
         where["English-language owner"])
     # ¶13: a check the bank returned, voided by the supervisor; its receipt stays, stamped ANULADO
-    void = PaymentVoid.objects.get()
+    void = PaymentVoid.objects.get(payment__method="check")  # (the other: the bank's NSF return, below)
     assert (void.payment.method, void.voided_by.username, void.voided_on) == ("check", "supervisor", today)
     assert f"receipt {void.payment.receipt.display_number}" in where["voided receipt (¶13)"]
     # ¶9: a correction lowering a paid line by 10 %: the July half's overpayment goes to the January half
@@ -237,3 +238,11 @@ def test_seed_demo_reaches_every_document(capsys):
     moved = LastDayMove.objects.filter(closure=closure)
     assert moved.count() == july.count() and all(move.last_day > closure.day for move in moved)
     assert f"{closure.day:%d/%m/%Y}, {moved.count()} last days moved" in where["office closure (¶12)"]
+    # ¶13 (issue 19): Banco Popular's file (two applied, one exception) and its return voiding the second
+    from billing.models import BankFile
+
+    sent, returned = BankFile.objects.order_by("pk")
+    assert (sent.applied_count, sent.exception_count, returned.returned_count) == (2, 1, 1)
+    bounced = returned.lines.get().payment
+    assert bounced.office.code == "BPPR" and bounced.void.voided_on == today and bounced.receipt.display_number.startswith("BPPR-")
+    assert f"{sent.original_name} (2 applied, 1 exception(s), 0 returned)" in where["bank payment files (¶13)"]

@@ -176,6 +176,14 @@ def _build() -> World:
     bulk.bill_batch_run(batch=batch, processes=1)
     extra["batch"] = batch
     assert batch.parts.filter(index=0).exists()
+    # issue 19: a collecting bank and one file of it (a line for the exceptions queue)
+    from billing.models import Office
+    from billing.services import bank as bank_services
+
+    bppr = Office.objects.create(code="BPPR", name="Banco Popular — agente recaudador", kind=Office.Kind.BANK)
+    extra["bank_file"] = bank_services.bank_file_import(
+        acting_user=users["supervisor"], bank=bppr, name="bppr.csv",
+        data=f"trace_number,value_date,amount,reference,payer_name\nS1,{today.isoformat()},25.00,LAJ-424242,Pedro\n".encode())
     return World(users=users, owners=owners, parcels=parcels, receipts=receipts, bill_docs=bill_docs,
                  certificates=certificates, extra=extra)
 

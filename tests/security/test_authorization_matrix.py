@@ -51,6 +51,7 @@ LOGIN = "login"  # expected outcome: a redirect to the login page with ?next=
 STAFF = frozenset({"authority", "hacienda", "collector", "supervisor", "auditor"})
 MONEY_READERS = frozenset({"collector", "supervisor", "hacienda", "auditor"})  # billing.access.RECEIPT_STAFF
 COUNTER = frozenset({"collector", "supervisor"})
+BANK_READERS = frozenset({"supervisor", "hacienda", "auditor"})  # billing.web.bank.READERS (issue 19)
 
 # URLs left out of the matrix, each with its reason (checked by their own tests below).
 SKIPPED_NAMESPACES = {
@@ -344,6 +345,10 @@ MATRIX: dict[str, Route] = {
                                      post_data=lambda w: {"name": "Colecturía de Lajas", "address_line1": "Calle Principal 12",
                                                           "town": "Lajas", "zip_code": "00667", "phone": "(787) 555-0100",
                                                           "hours_es": "Lunes a viernes", "on_bills": "on"}),
+    "collections:bank-files": Route(get=by_role(BANK_READERS)),
+    "collections:bank-file-confirm": Route(get=post_only(frozenset({"supervisor"}), role_checked_first=True)),
+    "collections:bank-file": Route(get=by_role(BANK_READERS), targets=lambda w: pk(w.extra["bank_file"])),
+    "collections:bank-exceptions": Route(get=by_role(BANK_READERS)),
     "collections:bill-batches": Route(get=by_role(HACIENDA), post_roles=HACIENDA,
                                       post_data=lambda w: {"fiscal_year": YEAR, "number": "1", "parcel_prefix": "B"}),
     "collections:bill-batch": Route(get=by_role(HACIENDA), targets=lambda w: pk(w.extra["batch"])),

@@ -15,6 +15,7 @@ from django.core.management.base import BaseCommand, CommandParser
 from billing import accounts, documents, wording
 from billing.errors import BillingError
 from billing.models import Payment
+from billing.services import bank as bank_services
 from billing.services import bills, collection, counter, voids
 from billing.services import water as water_services
 from levy.exports import safe_cell
@@ -99,6 +100,11 @@ class Command(BaseCommand):
                             help="cash from the office's drawer (its day report subtracts it) or a check")
         refund.add_argument("--check-number", default="", help="the check's number (with --method check)")
         refund.add_argument("--office", help="office code (default: the user's)")
+        bank_import = sub.add_parser("payments-import", help="import a collecting bank's payment file (docs/payment-files.md; supervisor)")
+        bank_import.add_argument("file")
+        bank_import.add_argument("--bank", required=True, help="the bank's office code, e.g. BPPR")
+        bank_import.add_argument("--user", required=True)
+        bank_import.add_argument("--dry-run", action="store_true", help="say what each line would do and write nothing")
         closure = sub.add_parser("closure", help="record a day the offices were closed (past days allowed; ¶12)")
         closure.add_argument("--date", required=True, help="YYYY-MM-DD")
         closure.add_argument("--reason", required=True)
@@ -211,6 +217,38 @@ class Command(BaseCommand):
                                       office_code=options["office"])
         self.stdout.write(f"refunded ${refund.amount.amount:,.2f} to {parcel.parcel_id} on {refund.refunded_on.isoformat()}"
                           f" ({refund.method}{' ' + refund.check_number if refund.check_number else ''}) {refund.number}")
+
+    def do_payments_import(self, options: dict) -> None:
+        """Issue 19: one line per line of the file that is not applied, then the summary; a
+        malformed file exits 1 with its first error (every error on stderr before it)."""
+        path = Path(options["file"])
+        if not path.is_file():
+            raise BillingError(f"no such file: {path}")
+        office = bank_services.bank_office(options["bank"])
+        user = self.user(options["user"])
+        data = path.read_bytes()
+        try:
+            if options["dry_run"]:
+                plan = bank_services.bank_file_preview(acting_user=user, bank=office, name=path.name, data=data)
+                lines = [(item.line.line_number, item.line.trace_number, item.outcome, item.reason) for item in plan.lines]
+                summary = "dry run, nothing recorded: " + plan.summary
+                last = plan.summary
+            else:
+                bank_file = bank_services.bank_file_import(acting_user=user, bank=office, name=path.name, data=data)
+                lines = [(line.line_number, line.trace_number, line.outcome, line.exception_reason)
+                         for line in bank_file.lines.order_by("line_number")]
+                summary = f"file {bank_file.pk} imported from {office.code}"
+                last = (f"applied {bank_file.applied_count}, exceptions {bank_file.exception_count}, "
+                        f"already applied {bank_file.already_count}")
+        except bank_services.MalformedFile as refused:
+            for error in refused.errors[1:]:
+                self.stderr.write(error)
+            raise BillingError(f"file refused, nothing recorded ({len(refused.errors)} error(s)): {refused.errors[0]}") from None
+        for number, trace, outcome, reason in lines:
+            if outcome != "applied":
+                self.stdout.write(f"line {number} ({trace}): {outcome}" + (f": {reason}" if reason else ""))
+        self.stdout.write(summary)
+        self.stdout.write(last)
 
     def do_closure(self, options: dict) -> None:
         closure, moved = collection.office_closure_record(

@@ -74,6 +74,7 @@ DEMO_SIGNATURES = {
 STEPS = 5
 DEMO_BACKDATE_REASON = "Datos de demostración"
 DEMO_CLOSURE_REASON = "Tormenta tropical: oficinas cerradas por orden ejecutiva"
+DEMO_BANK = ("BPPR", "Banco Popular — agente recaudador")  # ¶13: a collecting agent bank (issue 19)
 DEMO_VOID_REASON = "Cheque devuelto por el banco: fondos insuficientes"
 DEMO_CORRECTION_REASON = "Mensura nueva: el área por gravedad es un 10 % menor que la del padrón"
 
@@ -270,6 +271,34 @@ class Command(BaseCommand):
         if bounced is not None:
             payment_void(acting_user=users["supervisor"], payment=bounced, reason=DEMO_VOID_REASON, voided_on=today)
         self.english_owner_documents(users, today)
+        self.bank_files(users, today, exclude=[*special, getattr(getattr(corrected, "parcel", None), "parcel_id", "")])
+
+    def bank_files(self, users: dict, today: date, *, exclude: list[str]) -> None:
+        """¶13 (issue 19): Banco Popular, a collecting agent, sends a file the supervisor imports
+        (two payments applied, one to the exceptions queue: a cadastre number that does not
+        exist), and a second file returning the second payment (NSF), which voids it."""
+        from billing.services import bank
+
+        office, _created = Office.objects.get_or_create(code=DEMO_BANK[0], defaults={"name": DEMO_BANK[1], "kind": Office.Kind.BANK})
+        owing = []
+        for parcel in (Parcel.objects.filter(parcel_id__startswith="LAJ-", payments__isnull=True).exclude(parcel_id__in=exclude)
+                       .order_by("parcel_id")[:40]):
+            if account_state(parcel=parcel, as_of=today, known_by=None).state.total_balance >= Decimal("200.00"):
+                owing.append(parcel)
+            if len(owing) == 2:
+                break
+        if len(owing) < 2:
+            self.left_out.append("the bank files (no two parcels owe $200.00 today)")
+            return
+        day = today.isoformat()
+        header = "trace_number,value_date,amount,reference,payer_name,kind,original_trace_number,return_reason\n"
+        first = (header + f"BP{today:%Y%m%d}001,{day},200.00,{owing[0].parcel_id},{owing[0].owner.name.replace(',', ' ')},,,\n"
+                 f"BP{today:%Y%m%d}002,{day},150.00,{owing[1].parcel_id},{owing[1].owner.name.replace(',', ' ')},,,\n"
+                 f"BP{today:%Y%m%d}003,{day},250.00,LAJ-999999,Juan del Pueblo,,,\n")
+        bank.bank_file_import(acting_user=users["supervisor"], bank=office, name=f"bppr-{today:%Y%m%d}.csv", data=first.encode())
+        returned = header + f"BR{today:%Y%m%d}001,{day},150.00,,,return,BP{today:%Y%m%d}002,R01 fondos insuficientes (NSF)\n"
+        bank.bank_file_import(acting_user=users["supervisor"], bank=office, name=f"bppr-{today:%Y%m%d}-devoluciones.csv",
+                              data=returned.encode())
 
     def seizure_past_its_term(self, hacienda, today: date) -> None:
         """¶14: the demo landowner's unpaid LAJ-000002: the notice 40 days ago (its 30-day term has
@@ -355,6 +384,14 @@ class Command(BaseCommand):
             f"{closure.day:%d/%m/%Y}, {LastDayMove.objects.filter(closure=closure).count():,} last days moved, "
             f"${sum(back.surcharge.amount for back in GiveBack.objects.filter(closure=closure)):,.2f} of surcharge given back, "
             f"{site}{reverse('collections:closures')}"))
+        from billing.models import BankFile
+
+        files = list(BankFile.objects.filter(bank__code=DEMO_BANK[0]).order_by("pk"))
+        described = ", ".join(f"{item.original_name} ({item.applied_count} applied, {item.exception_count} exception(s), "
+                              f"{item.returned_count} returned)" for item in files)
+        say("bank payment files (¶13)", files and (
+            f"{described}; as supervisor: {site}{reverse('collections:bank-files')}, "
+            f"the exceptions queue {site}{reverse('collections:bank-exceptions')}"))
         for what in getattr(self, "left_out", []):
             lines.append(f"  not built on today's date: {what}")
         return lines
