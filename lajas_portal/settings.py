@@ -333,6 +333,15 @@ EMAIL_SUBJECT_PREFIX = "[Riego Lajas] "
 BOOKS_CHECK_CRON = env("BOOKS_CHECK_CRON", "30 6 * * *")
 BACKUP_CRON = env("BACKUP_CRON").strip()
 
+# E-mail reminders to landowners with a confirmed address (issue 19, billing.services.reminders):
+# sent every day at REMINDERS_CRON (UTC; 0 12 * * * is 08:00 in Puerto Rico) by the worker, N days
+# before an installment's last day to pay for each N of REMINDER_DAYS_BEFORE, on its first
+# delinquent day and when a seizure notice (¶14) is issued. EMAIL_* above say how they leave.
+REMINDERS_CRON = env("REMINDERS_CRON", "0 12 * * *")
+REMINDER_DAYS_BEFORE = sorted({int(days) for days in envlist("REMINDER_DAYS_BEFORE", "15,3")}, reverse=True)
+if any(days <= 0 for days in REMINDER_DAYS_BEFORE):
+    raise ImproperlyConfigured(f"REMINDER_DAYS_BEFORE must be whole days above 0, not {REMINDER_DAYS_BEFORE}")
+
 # Bills (billing.services.bills): an installment's bill is offered (portal, counter, bulk printing)
 # and issued from this many days before its due date, not earlier.
 BILL_OFFER_DAYS = envint("BILL_OFFER_DAYS", "45")

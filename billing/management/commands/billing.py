@@ -15,7 +15,7 @@ from django.core.management.base import BaseCommand, CommandParser
 from billing import accounts, documents, wording
 from billing.errors import BillingError
 from billing.models import Payment
-from billing.services import bills, collection, counter, voids
+from billing.services import bills, collection, counter, reminders, voids
 from billing.services import water as water_services
 from levy.exports import safe_cell
 from parcels import jobs as background
@@ -24,7 +24,7 @@ from parcels.models import Job
 
 class Command(BaseCommand):
     help = ("Billing and collection: pay, statement, delinquent, water-import, water-rate, water-bill; documents: receipt, bill, "
-            "certificate, bulk-bills.")
+            "certificate, bulk-bills; reminders.")
 
     def add_arguments(self, parser: CommandParser) -> None:
         sub = parser.add_subparsers(dest="action", required=True)
@@ -99,6 +99,10 @@ class Command(BaseCommand):
                             help="cash from the office's drawer (its day report subtracts it) or a check")
         refund.add_argument("--check-number", default="", help="the check's number (with --method check)")
         refund.add_argument("--office", help="office code (default: the user's)")
+        remind = sub.add_parser("reminders", help="send the landowners' e-mail reminders timely on a date (issue 19; what the "
+                                "periodic task runs)")
+        remind.add_argument("--as-of", required=True, help="YYYY-MM-DD")
+        remind.add_argument("--dry-run", action="store_true", help="say what would be sent; send and write nothing")
         closure = sub.add_parser("closure", help="record a day the offices were closed (past days allowed; ¶12)")
         closure.add_argument("--date", required=True, help="YYYY-MM-DD")
         closure.add_argument("--reason", required=True)
@@ -211,6 +215,18 @@ class Command(BaseCommand):
                                       office_code=options["office"])
         self.stdout.write(f"refunded ${refund.amount.amount:,.2f} to {parcel.parcel_id} on {refund.refunded_on.isoformat()}"
                           f" ({refund.method}{' ' + refund.check_number if refund.check_number else ''}) {refund.number}")
+
+    def do_reminders(self, options: dict) -> None:
+        run = reminders.reminders_send(as_of=self.date(options["as_of"]), dry_run=options["dry_run"])
+        for outcome in run.outcomes:
+            error = f": {outcome.error}" if outcome.error else ""
+            self.stdout.write(f"{outcome.status:<10} {outcome.due.describe()}{error}")
+        if run.dry_run:
+            self.stdout.write(f"would send {run.count('would_send')}, already sent {run.count('already')}, "
+                              f"given up {run.count('given_up')}")
+        else:
+            self.stdout.write(f"sent {run.count('sent')}, failed {run.count('failed')}, already sent {run.count('already')}, "
+                              f"given up {run.count('given_up')}")
 
     def do_closure(self, options: dict) -> None:
         closure, moved = collection.office_closure_record(
