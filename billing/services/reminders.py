@@ -208,7 +208,7 @@ def _status_before(tried: Sequence[str]) -> str:
 def _send_one(due: ReminderDue, connection) -> ReminderOutcome:  # noqa: ANN001 (a Django e-mail backend)
     try:
         with transaction.atomic():  # a savepoint: a concurrent claim waits here until the other commits
-            claim = ReminderSend.objects.create(parcel=due.parcel, **_claim_filter(due))
+            claim = ReminderSend.objects.create(**{**_claim_filter(due), "parcel": due.parcel, "charge": due.charge})
         tried: list[str] = []
     except IntegrityError:
         claim = ReminderSend.objects.select_for_update().get(**_claim_filter(due))
@@ -240,7 +240,7 @@ def _offices_text(lang: str) -> list[str]:
     lines = []
     for office in Office.objects.order_by("-on_bills", "code"):
         block = office.return_block()
-        lines.append(f"  {block[0]}")
+        lines.append(f"  {office.name}")
         if len(block) > 1:
             lines.append("  " + _("Dirección: %(a)s") % {"a": ", ".join(block[1:])})
         if office.phone:
