@@ -323,6 +323,9 @@ EMAIL_HOST_USER = env("EMAIL_HOST_USER")
 EMAIL_HOST_PASSWORD = envsecret("EMAIL_HOST_PASSWORD")
 EMAIL_USE_TLS = envbool("EMAIL_USE_TLS")
 DEFAULT_FROM_EMAIL = env("DEFAULT_FROM_EMAIL", "noreply@riego-lajas.pr.gov")
+# Development: EMAIL_BACKEND=django.core.mail.backends.filebased.EmailBackend writes each e-mail
+# (e.g. the reminders, issue 19) as a file into this folder instead of printing it.
+EMAIL_FILE_PATH = env("EMAIL_FILE_PATH") or None
 # Who hears of a failed nightly books check or backup (and of server errors): "Name <a@b.pr>, ...".
 ADMINS = envaddresses("ADMINS")
 SERVER_EMAIL = env("SERVER_EMAIL", DEFAULT_FROM_EMAIL)  # the sender of those emails

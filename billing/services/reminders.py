@@ -179,12 +179,13 @@ def _claim_filter(due: ReminderDue) -> dict:
     return {"kind": due.kind, "charge": due.charge, "owner": due.owner, "days_before": due.days_before}
 
 
-def reminders_send(*, as_of: date, dry_run: bool = False) -> ReminderRun:
+def reminders_send(*, as_of: date, dry_run: bool = False, connection=None) -> ReminderRun:  # noqa: ANN001
     """Issue 19: sends every reminder timely on ``as_of`` that was not sent yet (module
     docstring), each claimed, sent and logged in its own transaction; ``dry_run`` sends and
-    writes nothing and says what it would send. Returns what happened to each."""
+    writes nothing and says what it would send. ``connection``: an e-mail backend other than
+    ``settings.EMAIL_BACKEND`` (the demo's). Returns what happened to each."""
     outcomes = []
-    connection = None if dry_run else get_connection()
+    connection = None if dry_run else connection or get_connection()
     for due in reminders_due(as_of=as_of):
         if dry_run:
             claim = ReminderSend.objects.filter(**_claim_filter(due)).first()

@@ -25,6 +25,7 @@ from billing.tasks import reminders_daily
 from parcels.models import Parcel
 from tests.billing.conftest import billing_cmd
 from tests.clock import on_day
+from tests.test_languages import wrong_language
 
 JULY_LAST_DAY = date(2026, 8, 31)
 
@@ -83,6 +84,7 @@ def test_a_confirmed_owner_gets_the_reminder_15_days_before_the_last_day_with_th
     assert "(787) 899-0000" in body and "lunes a viernes" in body
     assert "no cambia ninguna fecha ni elimina ningún recargo" in body  # ¶13: a courtesy
     assert "Este correo no es la notificación de embargo del ¶14." in body
+    assert wrong_language(message.subject + "\n" + body, "es") == []
     # logged: one claim and one sent attempt per reminder
     send = ReminderSend.objects.get(charge=charge)
     assert (send.kind, send.days_before, send.owner_id) == ("before", 15, owner_a.pk)
@@ -193,7 +195,7 @@ def test_an_english_owner_gets_english(district_1, owner_a, office):
     assert "Hours: Monday to Friday, 8:00 a.m. to 4:30 p.m." in message.body
     assert "This e-mail is not the ¶14 seizure notice." in message.body
     assert "moves no date and waives no surcharge" in message.body
-    assert "Recordatorio" not in message.body and "plazo" not in message.body
+    assert "Recordatorio" not in message.body and wrong_language(message.subject + "\n" + message.body, "en") == []
     assert ReminderAttempt.objects.filter(language="en").count() == 5
     mail.outbox.clear()
     reminders.reminders_send(as_of=date(2026, 9, 1))
