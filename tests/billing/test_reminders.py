@@ -8,13 +8,17 @@ delinquent day."""
 from __future__ import annotations
 
 import smtplib
+import threading
+import time
 from datetime import UTC, date, datetime
 from decimal import Decimal
 
 import pytest
 from django.core import mail
+from django.core.mail.backends import locmem
 from django.core.mail.backends.base import BaseEmailBackend
 from django.db import IntegrityError, transaction
+from django.db import connection as db_connection
 from django.utils import timezone
 
 from billing import accounts, rules
@@ -277,3 +281,40 @@ def test_the_statement_page_shows_the_reminder_log_to_staff_only(district_1, own
     client.force_login(users["landowner"])
     page = client.get(f"/colecturia/predio/{p1.pk}/estado/").content.decode()
     assert "Recordatorios por correo electrónico" not in page
+
+
+class SlowBackend(locmem.EmailBackend):
+    """The in-memory outbox, a little slow, so two runs overlap while one holds its claim."""
+
+    def send_messages(self, messages):  # noqa: ANN001, ANN201
+        time.sleep(0.3)
+        return super().send_messages(messages)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_runs_at_once_send_each_reminder_once(seed_rows, district_1, owner_a, settings):
+    """Two workers running the same day's reminders at the same moment: the second waits on the
+    first's uncommitted claim (the unique index) and then finds it sent."""
+    confirm(owner_a)
+    settings.EMAIL_BACKEND = "tests.billing.test_reminders.SlowBackend"
+    start, runs, errors = threading.Barrier(2), [], []
+
+    def worker() -> None:
+        try:
+            start.wait()
+            runs.append(reminders.reminders_send(as_of=date(2026, 8, 16)))
+        except Exception as exc:  # noqa: BLE001 (reported below)
+            errors.append(exc)
+        finally:
+            db_connection.close()
+
+    threads = [threading.Thread(target=worker) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert errors == [] and len(runs) == 2
+    assert sum(run.count("sent") for run in runs) == 5 and sum(run.count("already") for run in runs) == 5
+    assert len(mail.outbox) == 5 and sorted(m.subject.split(" del predio ")[1].split()[0] for m in mail.outbox) == [
+        "P1", "P2", "P3", "P4", "P5"]
+    assert ReminderSend.objects.count() == 5 and ReminderAttempt.objects.count() == 5
