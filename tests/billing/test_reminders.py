@@ -318,3 +318,17 @@ def test_two_runs_at_once_send_each_reminder_once(seed_rows, district_1, owner_a
     assert len(mail.outbox) == 5 and sorted(m.subject.split(" del predio ")[1].split()[0] for m in mail.outbox) == [
         "P1", "P2", "P3", "P4", "P5"]
     assert ReminderSend.objects.count() == 5 and ReminderAttempt.objects.count() == 5
+
+
+@pytest.mark.django_db
+def test_the_registry_parcel_page_shows_the_reminder_log_to_staff(district_1, owner_a, client, users):
+    confirm(owner_a)
+    reminders.reminders_send(as_of=date(2026, 9, 1))
+    p4 = Parcel.objects.get(parcel_id="P4")
+    for role in ("authority", "auditor"):
+        client.force_login(users[role])
+        page = client.get(f"/predios/{p4.pk}/").content.decode()
+        assert 'id="reminder-log"' in page and "Primer día de morosidad (¶12): 2026-2027 plazo 1 (julio)" in page, role
+        assert "$6,965.55" in page and "Enviado" in page
+    client.force_login(users["landowner"])
+    assert 'id="reminder-log"' not in client.get(f"/predios/{p4.pk}/").content.decode()

@@ -1,6 +1,7 @@
 """Issue 19, reminders: the log of e-mail reminders on a parcel's statement page, as Hacienda
 reads it on a phone (390 px), in Spanish and English: one refused by the mail server (the error
-shown) and its retry the next day, sent; the landowner does not see it. Worked example 1
+shown) and its retry the next day, sent; the same log on the registry's parcel page; the
+landowner does not see it. Worked example 1
 (tests/browser/test_journeys.py): P1 100 ac, July half $9,180.00, last day 31 August 2026."""
 
 from __future__ import annotations
@@ -56,6 +57,13 @@ def test_the_statement_page_shows_the_reminders_sent_and_failed(visit, lang):
     # stacked rows on a phone: nothing wider than the screen
     assert visit.page.evaluate("document.documentElement.scrollWidth") <= WIDTH
     visit.page.screenshot(path=f"/tmp/issue19-reminder-log-{lang}-390.png", full_page=True)
+    # the registry's parcel page shows the same log to staff
+    visit.go(f"/predios/{p1.pk}/")
+    visit.check()
+    assert visit.page.locator("#reminder-log tbody tr").count() == 2
+    assert "SMTPRecipientsRefused" in visit.page.locator("#reminder-log").inner_text()
+    assert visit.page.evaluate("document.documentElement.scrollWidth") <= WIDTH
+    visit.page.screenshot(path=f"/tmp/issue19-registry-reminder-log-{lang}-390.png", full_page=True)
     visit.logout()
 
     user_create(username="u_owner", role="landowner", password=PASSWORD, owner=owner)
