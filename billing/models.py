@@ -1156,3 +1156,72 @@ pghistory.track(
     pghistory.InsertEvent(), pghistory.UpdateEvent(), pghistory.DeleteEvent(), model_name="OfficeEvent",
     meta={"triggers": [NO_TRUNCATE]}, **HISTORY,
 )(Office)
+
+
+class ReminderSend(models.Model):
+    """Issue 19: the claim of one courtesy e-mail reminder (¶13: a reminder not sent or not read
+    never moves a date or waives a surcharge, and it is not the ¶14 notice). At most one of each
+    kind per charge and owner (``days_before`` tells the reminders before the last day apart; a
+    seizure reminder is one per seizure notice): the unique constraints below are the lock. The
+    row is inserted in the same transaction that sends the e-mail and records its attempt
+    (``billing.services.reminders``), so a second run, or two workers at once, finds it and sends
+    nothing twice. A failed send keeps its claim and is retried by later runs while the reminder
+    is still timely (``ReminderAttempt``). Append-only."""
+
+    class Kind(models.TextChoices):
+        BEFORE_LAST_DAY = "before", _("Antes del último día para pagar")
+        DELINQUENT = "delinquent", _("Primer día de morosidad (¶12)")
+        SEIZURE_NOTICE = "seizure", _("Notificación de embargo emitida (¶14)")
+
+    charge = models.ForeignKey(Charge, on_delete=models.PROTECT, related_name="reminders")
+    parcel = models.ForeignKey("parcels.Parcel", on_delete=models.PROTECT, related_name="reminders")
+    owner = models.ForeignKey("parcels.Owner", on_delete=models.PROTECT, related_name="reminders")
+    kind = models.CharField(max_length=10, choices=Kind.choices)
+    days_before = models.PositiveSmallIntegerField(default=0)  # BEFORE_LAST_DAY only: N days before the last day
+    seizure_step = models.ForeignKey(SeizureStep, on_delete=models.PROTECT, null=True, blank=True, related_name="reminders")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(fields=["charge", "owner", "kind", "days_before"], condition=~Q(kind="seizure"),
+                                    name="one_reminder_of_each_kind_per_charge"),
+            models.UniqueConstraint(fields=["seizure_step", "owner"], condition=Q(kind="seizure"),
+                                    name="one_reminder_per_seizure_notice"),
+            models.CheckConstraint(
+                condition=(Q(kind="before") & Q(days_before__gt=0) & Q(seizure_step__isnull=True))
+                | (Q(kind="delinquent") & Q(days_before=0) & Q(seizure_step__isnull=True))
+                | (Q(kind="seizure") & Q(days_before=0) & Q(seizure_step__isnull=False)),
+                name="reminder_kind_fields",
+            ),
+        ]
+        indexes = [models.Index(fields=["parcel", "created_at"])]
+        triggers = APPEND_ONLY
+
+
+class ReminderAttempt(models.Model):
+    """One try at sending a ``ReminderSend``: to which address, when, and whether the e-mail
+    backend took it (``sent``) or refused it (``failed``, with the error's text). Shown on the
+    parcel's statement page to staff. Append-only."""
+
+    class Status(models.TextChoices):
+        SENT = "sent", _("Enviado")
+        FAILED = "failed", _("Falló")
+
+    send = models.ForeignKey(ReminderSend, on_delete=models.PROTECT, related_name="attempts")
+    status = models.CharField(max_length=6, choices=Status.choices)
+    to_address = models.EmailField()
+    language = models.CharField(max_length=2)
+    as_of = models.DateField()  # the run's date: the e-mail states the account as of it
+    amount = money_field(_("cantidad indicada"))  # what the e-mail asked to pay (¶12, ¶13)
+    subject = models.CharField(max_length=250)
+    error = models.TextField(blank=True, default="")
+    attempted_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-attempted_at", "-id"]
+        constraints = [
+            models.CheckConstraint(condition=Q(status="sent", error="") | Q(status="failed") & ~Q(error=""),
+                                   name="reminder_attempt_failure_has_error"),
+        ]
+        triggers = APPEND_ONLY

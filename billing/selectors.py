@@ -17,7 +17,7 @@ from parcels import search
 from parcels.models import Parcel
 
 from .accounts import Statement, StatementLine
-from .models import BooksCheck, LedgerEntry, Office, Payment, Receipt, Refund
+from .models import BooksCheck, LedgerEntry, Office, Payment, Receipt, Refund, ReminderAttempt
 from .snapshots import ReceiptApplication, ReceiptSnapshot
 
 ZERO = Decimal("0.00")  # dollars
@@ -50,6 +50,13 @@ def parcel_ledger(*, parcel: Parcel) -> list[LedgerLine]:
         balance += entry.debit.amount - entry.credit.amount
         lines.append(LedgerLine(entry=entry, balance=balance))
     return lines
+
+
+def parcel_reminder_log(*, parcel: Parcel, limit: int = 50) -> QuerySet[ReminderAttempt]:
+    """Issue 19: the e-mail reminders tried for the parcel, newest first: each send or failure,
+    to which address, when, with the charge or seizure notice it was about (one query)."""
+    return (ReminderAttempt.objects.filter(send__parcel=parcel)
+            .select_related("send__charge__fiscal_year", "send__seizure_step").order_by("-attempted_at", "-id")[:limit])
 
 
 def books_check_list() -> QuerySet[BooksCheck]:

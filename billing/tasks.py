@@ -5,12 +5,16 @@ module when Django starts: it autodiscovers the ``tasks`` module of every instal
   checks the books (and compares them with the newest signed anchor, ``billing.anchors``), records the run (``BooksCheck``, shown on ``/auditoria/libros/``) and, when
   something differs, e-mails ``ADMINS`` what differed and the control totals.
 - ``backup_nightly`` runs ``manage.py backup`` at ``BACKUP_CRON``, and only when it is set.
+- ``reminders_daily`` sends the landowners' e-mail reminders of the day (issue 19,
+  ``billing.services.reminders.reminders_send``) at ``REMINDERS_CRON`` (default 08:00 in Puerto Rico).
 
 The cron expressions are read in UTC by procrastinate (Puerto Rico is UTC−4 all year). A queueing
 lock keeps at most one of each waiting in the queue if the worker was down for a while.
 """
 
 from __future__ import annotations
+
+from datetime import UTC, datetime
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
@@ -26,7 +30,7 @@ from procrastinate.tasks import Task
 
 from . import anchors
 from .models import BooksCheck
-from .services import books_checks
+from .services import books_checks, reminders
 
 
 @app.task(name="billing.books_check", queueing_lock="billing.books_check")
@@ -83,6 +87,16 @@ def backup_nightly(timestamp: int) -> None:
         raise
 
 
+@app.task(name="billing.reminders", queueing_lock="billing.reminders")
+def reminders_daily(timestamp: int) -> dict[str, int]:
+    """Issue 19: the e-mail reminders timely on the scheduled day (in Puerto Rico); the same
+    service as ``manage.py billing reminders --as-of D``. Sending twice is harmless: each
+    reminder is claimed once (``ReminderSend``). Returns the counts per outcome."""
+    as_of = timezone.localtime(datetime.fromtimestamp(timestamp, tz=UTC)).date()
+    run = reminders.reminders_send(as_of=as_of)
+    return {status: run.count(status) for status in ("sent", "failed", "already", "given_up")}
+
+
 def schedule(task: Task, *, setting: str) -> None:
     """Registers ``task`` with procrastinate to run at the cron expression of ``setting``; one it
     cannot read stops Django from starting (rather than the worker failing at night)."""
@@ -95,5 +109,6 @@ def schedule(task: Task, *, setting: str) -> None:
 
 
 schedule(books_check_nightly, setting="BOOKS_CHECK_CRON")
+schedule(reminders_daily, setting="REMINDERS_CRON")
 if settings.BACKUP_CRON:
     schedule(backup_nightly, setting="BACKUP_CRON")

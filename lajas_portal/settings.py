@@ -332,6 +332,9 @@ EMAIL_HOST_USER = env("EMAIL_HOST_USER")
 EMAIL_HOST_PASSWORD = envsecret("EMAIL_HOST_PASSWORD")
 EMAIL_USE_TLS = envbool("EMAIL_USE_TLS")
 DEFAULT_FROM_EMAIL = env("DEFAULT_FROM_EMAIL", "noreply@riego-lajas.pr.gov")
+# Development: EMAIL_BACKEND=django.core.mail.backends.filebased.EmailBackend writes each e-mail
+# (e.g. the reminders, issue 19) as a file into this folder instead of printing it.
+EMAIL_FILE_PATH = env("EMAIL_FILE_PATH") or None
 # Who hears of a failed nightly books check or backup (and of server errors): "Name <a@b.pr>, ...".
 ADMINS = envaddresses("ADMINS")
 SERVER_EMAIL = env("SERVER_EMAIL", DEFAULT_FROM_EMAIL)  # the sender of those emails
@@ -341,6 +344,15 @@ EMAIL_SUBJECT_PREFIX = "[Riego Lajas] "
 # Puerto Rico is UTC−4 all year, so 30 6 * * * is 02:30 local time. No BACKUP_CRON: no scheduled backup.
 BOOKS_CHECK_CRON = env("BOOKS_CHECK_CRON", "30 6 * * *")
 BACKUP_CRON = env("BACKUP_CRON").strip()
+
+# E-mail reminders to landowners with a confirmed address (issue 19, billing.services.reminders):
+# sent every day at REMINDERS_CRON (UTC; 0 12 * * * is 08:00 in Puerto Rico) by the worker, N days
+# before an installment's last day to pay for each N of REMINDER_DAYS_BEFORE, on its first
+# delinquent day and when a seizure notice (¶14) is issued. EMAIL_* above say how they leave.
+REMINDERS_CRON = env("REMINDERS_CRON", "0 12 * * *")
+REMINDER_DAYS_BEFORE = sorted({int(days) for days in envlist("REMINDER_DAYS_BEFORE", "15,3")}, reverse=True)
+if any(days <= 0 for days in REMINDER_DAYS_BEFORE):
+    raise ImproperlyConfigured(f"REMINDER_DAYS_BEFORE must be whole days above 0, not {REMINDER_DAYS_BEFORE}")
 
 # Bills (billing.services.bills): an installment's bill is offered (portal, counter, bulk printing)
 # and issued from this many days before its due date, not earlier.

@@ -20,11 +20,12 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import CommandError
 from django.db import connection, transaction
 from django.db.utils import DatabaseError
+from django.utils import timezone
 
 from billing import bulk
 from billing.management.commands import backup
 from billing.models import BooksCheck, Charge, Office
-from billing.services import bills, books_checks, counter
+from billing.services import bills, books_checks, counter, reminders
 from parcels.database import RoleError, app_role_grant
 from parcels.models import AccessEvent, Parcel
 from parcels.second_factor import second_factor_reset
@@ -58,6 +59,8 @@ GUARDED = {
     "billing_officeevent",
     # billing: the merged bulk-printing parts, written once (issue 17 §5)
     "billing_billbatchpart",
+    # billing: the e-mail reminders' claims and their attempts (issue 19)
+    "billing_remindersend", "billing_reminderattempt",
     # parcels: the registry's change history, the access log, second-factor resets
     "parcels_ownerevent", "parcels_parcelevent", "parcels_ownershiptransferevent", "parcels_accessevent",
     "parcels_secondfactorreset", "parcels_secondfactorresetevent", "parcels_staffprofileevent",
@@ -101,6 +104,11 @@ def full_books(district_1, staff):
                       title="Colector de Rentas Internas")
     # a merged bulk-printing part (billing.bulk)
     bulk.bill_batch_run(batch=bills.bill_batch_start(staff["hacienda"], "2026-2027", 2), processes=1)
+    # the e-mail reminders of 16 August 2026 (issue 19) to the confirmed owner of example 1
+    owner = Parcel.objects.get(parcel_id="P1").owner
+    owner.email, owner.email_confirmed_at = "carmen@example.pr", timezone.now()
+    owner.save(update_fields=["email", "email_confirmed_at"])
+    assert reminders.reminders_send(as_of=date(2026, 8, 16)).count("sent") > 0
     # the nightly check's record, the access log and a second-factor reset
     books_checks.books_check_run(acting_user=staff["hacienda"], trigger=BooksCheck.Trigger.COMMAND)
     access_event_record(acting_user=staff["collector"], kind=AccessEvent.Kind.LOGIN)

@@ -9,5 +9,6 @@
 - ``bills``: bills of installments, one at a time or in background batches (¶9, ¶12);
 - ``collection``: office closures, debt certificates and the seizure procedure (¶11, ¶12, ¶14);
 - ``books_checks``: a recorded run of ``billing.books``' check;
-- ``water``: water sold before the levy starts (¶8, sec. 374a).
+- ``water``: water sold before the levy starts (¶8, sec. 374a);
+- ``reminders``: courtesy e-mail reminders to landowners with a confirmed address (¶12, ¶13, ¶14; issue 19).
 """

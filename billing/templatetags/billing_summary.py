@@ -26,6 +26,15 @@ def parcel_owed_box(context: template.Context, parcel: Any) -> dict[str, Any]:
             "landowner": landowner}
 
 
+@register.inclusion_tag("billing/_reminder_log.html")
+def parcel_reminder_log(parcel: Any) -> dict[str, Any]:
+    """Issue 19: the e-mail reminders tried for the parcel (``selectors.parcel_reminder_log``),
+    for the registry's parcel page, which cannot import billing; staff pages only."""
+    from billing import selectors
+
+    return {"reminders": selectors.parcel_reminder_log(parcel=parcel)}
+
+
 @register.simple_tag
 def bill_offer_days() -> int:
     """``settings.BILL_OFFER_DAYS``: how many days before its due date an installment's bill is offered."""

@@ -30,7 +30,7 @@ from parcels import review
 from parcels.access import get_parcel_for_user
 from parcels.forms import AmountField, DateInput
 from parcels.models import Parcel
-from parcels.roles import COLLECTOR, HACIENDA, LANDOWNER, SUPERVISOR, has_role, role_required
+from parcels.roles import AUDITOR, COLLECTOR, HACIENDA, LANDOWNER, SUPERVISOR, has_role, role_required
 
 from .. import accounts, counter_status, documents, portal, selectors
 from ..access import RECEIPT_STAFF, get_document_for_user, get_receipt_for_user
@@ -401,6 +401,9 @@ def statement(request: HttpRequest, pk: int) -> HttpResponse:
         # the aviso of each installment and a numbered estado de cuenta, on demand (billing.web.portal)
         "installment_bills": portal.installment_bills(parcel),
         "can_issue": has_role(request.user, LANDOWNER, COLLECTOR, SUPERVISOR, HACIENDA),
+        # issue 19: the e-mail reminders sent (or failed) to the owner, for staff only
+        "reminders": selectors.parcel_reminder_log(parcel=parcel)
+        if has_role(request.user, HACIENDA, COLLECTOR, SUPERVISOR, AUDITOR) else None,
     })
 
 

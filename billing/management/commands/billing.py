@@ -16,7 +16,7 @@ from billing import accounts, documents, wording
 from billing.errors import BillingError
 from billing.models import Payment
 from billing.services import bank as bank_services
-from billing.services import bills, collection, counter, voids
+from billing.services import bills, collection, counter, reminders, voids
 from billing.services import water as water_services
 from levy.exports import safe_cell
 from parcels import jobs as background
@@ -25,7 +25,7 @@ from parcels.models import Job
 
 class Command(BaseCommand):
     help = ("Billing and collection: pay, statement, delinquent, water-import, water-rate, water-bill; documents: receipt, bill, "
-            "certificate, bulk-bills.")
+            "certificate, bulk-bills; reminders.")
 
     def add_arguments(self, parser: CommandParser) -> None:
         sub = parser.add_subparsers(dest="action", required=True)
@@ -105,6 +105,10 @@ class Command(BaseCommand):
         bank_import.add_argument("--bank", required=True, help="the bank's office code, e.g. BPPR")
         bank_import.add_argument("--user", required=True)
         bank_import.add_argument("--dry-run", action="store_true", help="say what each line would do and write nothing")
+        remind = sub.add_parser("reminders", help="send the landowners' e-mail reminders timely on a date (issue 19; what the "
+                                "periodic task runs)")
+        remind.add_argument("--as-of", required=True, help="YYYY-MM-DD")
+        remind.add_argument("--dry-run", action="store_true", help="say what would be sent; send and write nothing")
         closure = sub.add_parser("closure", help="record a day the offices were closed (past days allowed; ¶12)")
         closure.add_argument("--date", required=True, help="YYYY-MM-DD")
         closure.add_argument("--reason", required=True)
@@ -249,6 +253,17 @@ class Command(BaseCommand):
                 self.stdout.write(f"line {number} ({trace}): {outcome}" + (f": {reason}" if reason else ""))
         self.stdout.write(summary)
         self.stdout.write(last)
+    def do_reminders(self, options: dict) -> None:
+        run = reminders.reminders_send(as_of=self.date(options["as_of"]), dry_run=options["dry_run"])
+        for outcome in run.outcomes:
+            error = f": {outcome.error}" if outcome.error else ""
+            self.stdout.write(f"{outcome.status:<10} {outcome.due.describe()}{error}")
+        if run.dry_run:
+            self.stdout.write(f"would send {run.count('would_send')}, already sent {run.count('already')}, "
+                              f"given up {run.count('given_up')}")
+        else:
+            self.stdout.write(f"sent {run.count('sent')}, failed {run.count('failed')}, already sent {run.count('already')}, "
+                              f"given up {run.count('given_up')}")
 
     def do_closure(self, options: dict) -> None:
         closure, moved = collection.office_closure_record(

@@ -10,6 +10,7 @@ from unittest import mock
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.core.mail import get_connection
 from django.core.management.base import BaseCommand, CommandError
 from django.urls import reverse
 from django.utils import timezone
@@ -26,6 +27,7 @@ from billing.models import (
     Payment,
     PaymentVoid,
     Receipt,
+    ReminderAttempt,
     SeizureCase,
     SeizureStep,
 )
@@ -35,6 +37,7 @@ from billing.services.corrections import roll_correction_create
 from billing.services.counter import payment_record
 from billing.services.installments import roll_finalize
 from billing.services.offices import office_update
+from billing.services.reminders import reminders_send
 from billing.services.statements import statement_get_or_issue
 from billing.services.voids import payment_void
 from levy.models import FiscalYear, RollCorrection, RollLine
@@ -313,9 +316,20 @@ class Command(BaseCommand):
             return
         with demo_day(noticed_on):
             notice = seizure_step_issue(acting_user=hacienda, parcel=parcel, kind=SeizureStep.Kind.NOTICE, on=noticed_on)
+            self.seizure_reminder(parcel.owner, noticed_on)
         certified_on = notice.term_ends + timedelta(days=1)
         with demo_day(certified_on):
             seizure_step_issue(acting_user=hacienda, parcel=parcel, kind=SeizureStep.Kind.CERTIFICATE, on=certified_on)
+
+    def seizure_reminder(self, owner: Owner, noticed_on: date) -> None:
+        """Issue 19: the demo landowner confirmed her e-mail, so the day's reminder run e-mailed
+        her that a seizure notice was issued (a courtesy, not the ¶14 notice): one row of the
+        reminder log on LAJ-000002's statement page. The confirmation page is not the demo's to
+        walk, so the address is marked confirmed here; the e-mail goes to Django's in-memory
+        backend, never out (the demo's addresses are made up)."""
+        Owner.objects.filter(pk=owner.pk, email_confirmed_at__isnull=True).exclude(email="").update(
+            email_confirmed_at=timezone.now())
+        reminders_send(as_of=noticed_on, connection=get_connection("django.core.mail.backends.locmem.EmailBackend"))
 
     def english_owner_documents(self, users: dict, today: date) -> None:
         """The English-language owner paid her July half at the counter in August (a receipt), and
@@ -392,6 +406,10 @@ class Command(BaseCommand):
         say("bank payment files (¶13)", files and (
             f"{described}; as supervisor: {site}{reverse('collections:bank-files')}, "
             f"the exceptions queue {site}{reverse('collections:bank-exceptions')}"))
+        reminded = ReminderAttempt.objects.select_related("send__parcel").order_by("pk").first()
+        say("e-mail reminder log (issue 19)", reminded and (
+            f"{reminded.send.parcel.parcel_id}: {reminded.send.get_kind_display()} to {reminded.to_address}, "
+            f"{site}{reverse('billing:statement', args=[reminded.send.parcel.pk])}"))
         for what in getattr(self, "left_out", []):
             lines.append(f"  not built on today's date: {what}")
         return lines
