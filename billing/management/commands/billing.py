@@ -12,7 +12,7 @@ from pathlib import Path
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandParser
 
-from billing import accounts, documents, wording
+from billing import accounts, documents, registers, wording
 from billing.errors import BillingError
 from billing.models import Payment, ReprintLog
 from billing.services import bills, collection, counter, reprints, voids
@@ -104,6 +104,14 @@ class Command(BaseCommand):
         closure.add_argument("--date", required=True, help="YYYY-MM-DD")
         closure.add_argument("--reason", required=True)
         closure.add_argument("--user", required=True)
+
+        register = sub.add_parser("register", help="a register for auditors over a period (issue 19): CSV to stdout or PDF to --out")
+        register.add_argument("kind", help="receipts, voids, refunds, corrections, bills, reprints, day-closes, late-finalizations")
+        register.add_argument("--from", dest="start", required=True, help="YYYY-MM-DD (included)")
+        register.add_argument("--to", dest="end", required=True, help="YYYY-MM-DD (included)")
+        register.add_argument("--format", choices=["csv", "pdf"], default="csv")
+        register.add_argument("--out", help="the file to write (required with --format pdf)")
+        register.add_argument("--lang", choices=["es", "en"], default="es", help="language of the PDF")
 
     def handle(self, *args, action: str, **options) -> None:
         try:
@@ -242,6 +250,22 @@ class Command(BaseCommand):
             for event in item.get("events", ()):  # the dated entries that changed it (issue 11)
                 self.stdout.write(f"      {accounts.StatementEvent.from_json(event).text}")
         self.stdout.write(f"  total adeudado hoy {data['total_due']}")
+
+    def do_register(self, options: dict) -> None:
+        """Issue 19: the register ``kind`` of the period, with its control totals (``billing.registers``)."""
+        if options["format"] == "pdf" and not options["out"]:
+            raise BillingError("--format pdf writes a file: give --out")
+        register = registers.register_build(options["kind"], self.date(options["start"]), self.date(options["end"]))
+        if options["format"] == "pdf":
+            self.write_pdf(options["out"], registers.register_pdf(register, lang=options["lang"]), f"register {register.kind}")
+        elif options["out"]:
+            target = Path(options["out"])
+            if not target.parent.is_dir():
+                raise BillingError(f"no such directory: {target.parent}")
+            target.write_text(registers.register_csv(register), encoding="utf-8")
+            self.stdout.write(f"register {register.kind} written to {target} ({len(register.rows)} rows)")
+        else:
+            self.stdout.write(registers.register_csv(register), ending="")
 
     # --- documents ----------------------------------------------------------------------------
 
