@@ -67,9 +67,10 @@ class Register:
     totals: tuple[Total, ...]
 
     @property
-    def display_rows(self) -> list[list[tuple[Any, bool]]]:
-        """Each row's cells with whether their column is numeric (right-aligned), for the templates."""
-        return [[(cell, column.numeric) for cell, column in zip(row, self.columns, strict=True)] for row in self.rows]
+    def display_rows(self) -> list[list[tuple[Any, bool, str | Promise]]]:
+        """Each row's cells with whether their column is numeric (right-aligned) and its label
+        (the narrow page stacks each cell under its label), for the templates."""
+        return [[(cell, column.numeric, column.label) for cell, column in zip(row, self.columns, strict=True)] for row in self.rows]
 
     def total(self, key: str) -> int | Decimal:
         return next(t.value for t in self.totals if t.key == key)

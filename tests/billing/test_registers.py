@@ -15,6 +15,7 @@ from decimal import Decimal
 import pdfplumber
 import pytest
 from django.db import connection
+from django.urls import reverse
 
 from billing import books, registers
 from billing.errors import BillingError
@@ -176,3 +177,28 @@ def test_the_pdf_in_english_prints_the_totals(july):
         text = "\n".join(page.extract_text() for page in document.pages)
         assert document.metadata.get("Title", "").startswith("Refund register")
     assert "Refunds 1" in text and "Amount refunded $50.00" in text and "RE-2026-000001" in text
+
+
+@pytest.mark.django_db
+def test_the_page_shows_the_register_with_its_totals_and_downloads_it(july, make_user, client):
+    auditor = make_user("aud", "auditor")
+    client.force_login(auditor)
+    url = reverse("registers:register")
+    page = client.get(url)
+    assert page.status_code == 200 and "Registro de recibos emitidos" in page.content.decode()  # the form, nothing yet
+    query = {"kind": "day-closes", "start": "01/07/2026", "end": "31/07/2026"}
+    html = client.get(url, query).content.decode()
+    assert "Registro de cierres del día" in html and "Faltan $10.00: cambio mal dado" in html and "-$10.00" in html
+    assert "15/07/2026" in html and 'id="register-csv"' in html
+    download = client.get(url, {**query, "format": "csv"})
+    assert download["Content-Type"].startswith("text/csv") and "registro-day-closes-2026-07-01-2026-07-31.csv" in download["Content-Disposition"]
+    assert download.content.decode().splitlines()[1].startswith("2026-07-15,LAJ,9300.00,9290.00,-10.00")
+    document = client.get(url, {**query, "format": "pdf"})
+    with pdfplumber.open(io.BytesIO(document.content)) as pdf:
+        text = "\n".join(page.extract_text() for page in pdf.pages)
+    assert "Cierres que no cuadraron 1" in text and "Sobrante o faltante de efectivo -$10.00" in text
+    # a bad period is said on the page, and nothing is downloaded
+    html = client.get(url, {**query, "start": "31/07/2026", "end": "01/07/2026", "format": "csv"}).content.decode()
+    assert "antes de empezar" in html
+    client.force_login(make_user("col9", "collector"))
+    assert client.get(url, query).status_code == 403
