@@ -237,3 +237,13 @@ def test_seed_demo_reaches_every_document(capsys):
     moved = LastDayMove.objects.filter(closure=closure)
     assert moved.count() == july.count() and all(move.last_day > closure.day for move in moved)
     assert f"{closure.day:%d/%m/%Y}, {moved.count()} last days moved" in where["office closure (¶12)"]
+    # issue 19's registers: the bounced check's day closed $5.00 short in cash, its receipt reprinted (a logged COPIA)
+    from billing import registers
+    from billing.models import DayClose, ReprintLog
+
+    close = DayClose.objects.get()
+    assert close.day == void.payment.paid_on and "Faltan $5.00" in close.explanation
+    reprint = ReprintLog.objects.get()
+    assert (reprint.document.number, reprint.printed_by.username) == (void.payment.receipt.display_number, "supervisor")
+    assert registers.register_build("reprints", today, today).rows[0][3] == reprint.document.number
+    assert f"(the COPIA of receipt {reprint.document.number})" in where["registers for auditors (issue 19)"]
