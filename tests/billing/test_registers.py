@@ -202,3 +202,28 @@ def test_the_page_shows_the_register_with_its_totals_and_downloads_it(july, make
     assert "antes de empezar" in html
     client.force_login(make_user("col9", "collector"))
     assert client.get(url, query).status_code == 403
+
+
+@pytest.mark.django_db
+def test_every_copia_from_the_pages_is_logged_and_a_plain_download_is_not(july, client, make_user, owner_a):
+    """The counter's ``?copia=1`` (collector; a landowner's from the portal) and the portal's second
+    download of a bill are each a ``ReprintLog`` row; the receipt as issued is not a reprint."""
+    from billing.models import Bill, Charge
+
+    before = ReprintLog.objects.count()
+    receipt = july["cash"]
+    client.force_login(make_user("col7", "collector"))
+    url = reverse("billing:receipt-pdf", args=[receipt.pk])
+    assert client.get(url).status_code == 200
+    assert ReprintLog.objects.count() == before  # the receipt as issued: not a reprint
+    assert client.get(url + "?copia=1").status_code == 200
+    carmen = make_user("carmen", "landowner", owner_a)
+    client.force_login(carmen)
+    assert client.get(url + "?copia=1").status_code == 200
+    bill_url = reverse("portal:installment-bill", args=[Charge.objects.get(parcel__parcel_id="P2", kind="installment", number=1).pk])
+    client.post(bill_url)  # issued: not a reprint
+    client.post(bill_url)  # the COPIA
+    bill = Bill.objects.get()
+    logged = list(ReprintLog.objects.order_by("pk").values_list("document__number", "printed_by__username", "channel")[before:])
+    assert logged == [(receipt.display_number, "col7", "counter"), (receipt.display_number, "carmen", "portal"),
+                      (bill.number, "carmen", "portal")]
