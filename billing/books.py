@@ -44,9 +44,11 @@ import hashlib
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import date
 from decimal import Decimal
 from typing import Any
 
+from django.conf import settings
 from django.db import connections
 
 from . import chain
@@ -869,27 +871,155 @@ def verify(*, using: str = "default", limit: int = DEFAULT_LIMIT) -> list[Findin
 # --- Control totals -------------------------------------------------------------------------------
 
 
+# The figures below are computed by one function each, over the whole books (``control_totals``)
+# or over a period (``start``..``end``, both days included; issue 19's registers for auditors,
+# ``billing.registers``, print these same functions' figures for their period).
+
+
+def _between(column: str, start: date | None, end: date | None) -> tuple[str, list[Any]]:
+    """``AND``-able SQL condition (and its parameters) for ``column`` (a date) within the period."""
+    sql, params = "TRUE", []
+    if start is not None:
+        sql, params = f"{sql} AND {column} >= %s", [*params, start]
+    if end is not None:
+        sql, params = f"{sql} AND {column} <= %s", [*params, end]
+    return sql, params
+
+
+def _local_day(column: str) -> str:
+    """The day (in the district's time zone) of a timestamp column, for records dated by when they were made."""
+    return f"({column} AT TIME ZONE '{settings.TIME_ZONE}')::date"
+
+
+def payment_totals(cursor: Any, *, start: date | None = None, end: date | None = None) -> tuple[int, Decimal, int, Decimal]:
+    """Payments (each has its numbered receipt) dated in the period: count, amount, and how many
+    of them (and how much) were voided since."""
+    where, params = _between("pm.paid_on", start, end)
+    ((count, amount, voided, voided_amount),) = _rows(cursor, f"""
+        SELECT COUNT(pm.id), COALESCE(SUM(pm.amount), 0), COUNT(v.id), COALESCE(SUM(pm.amount) FILTER (WHERE v.id IS NOT NULL), 0)
+          FROM billing_payment pm LEFT JOIN billing_paymentvoid v ON v.payment_id = pm.id
+         WHERE {where}
+    """, params)
+    return count, amount, voided, voided_amount
+
+
+def void_totals(cursor: Any, *, start: date | None = None, end: date | None = None) -> tuple[int, Decimal]:
+    """Voids (¶13) dated in the period: count and the amount of the payments they voided. Over the
+    whole books these are ``payment_totals``' voided payments (a payment is voided at most once)."""
+    where, params = _between("v.voided_on", start, end)
+    ((count, amount),) = _rows(cursor, f"""
+        SELECT COUNT(v.id), COALESCE(SUM(pm.amount), 0)
+          FROM billing_paymentvoid v JOIN billing_payment pm ON pm.id = v.payment_id
+         WHERE {where}
+    """, params)
+    return count, amount
+
+
+@dataclass(frozen=True)
+class LedgerTotals:
+    surcharges: Decimal  # realized surcharges less the ones voids reversed
+    refunds: Decimal
+    refund_count: int
+    corrections: Decimal  # correction credits
+    debit: Decimal
+    credit: Decimal
+    entries: int
+
+
+def ledger_totals(cursor: Any, *, start: date | None = None, end: date | None = None) -> LedgerTotals:
+    """The ledger's entries dated in the period, summed by kind."""
+    where, params = _between("entry_date", start, end)
+    ((surcharges, refunds, refund_count, corrections, debit, credit, entries),) = _rows(cursor, f"""
+        SELECT COALESCE(SUM(debit) FILTER (WHERE kind = 'surcharge'), 0)
+               - COALESCE(SUM(credit) FILTER (WHERE kind = 'surcharge_void'), 0),
+               COALESCE(SUM(debit) FILTER (WHERE kind = 'refund'), 0), COUNT(*) FILTER (WHERE kind = 'refund'),
+               COALESCE(SUM(credit) FILTER (WHERE kind = 'correction'), 0),
+               COALESCE(SUM(debit), 0), COALESCE(SUM(credit), 0), COUNT(*)
+          FROM billing_ledgerentry
+         WHERE {where}
+    """, params)
+    return LedgerTotals(surcharges=surcharges, refunds=refunds, refund_count=refund_count, corrections=corrections,
+                        debit=debit, credit=credit, entries=entries)
+
+
+def receipt_totals(cursor: Any, *, start: date | None = None, end: date | None = None) -> tuple[int, int, int]:
+    """Receipts of payments dated in the period, how many of them belong to voided payments, and
+    the receipt series (office and fiscal year) they are numbered in (all series, over the whole books)."""
+    where, params = _between("pm.paid_on", start, end)
+    series = "(SELECT COUNT(*) FROM billing_receiptseries)" if start is None and end is None else "COUNT(DISTINCT (r.office_id, r.fiscal_year))"
+    ((receipts, voided, series_count),) = _rows(cursor, f"""
+        SELECT COUNT(r.id), COUNT(v.id), {series}
+          FROM billing_receipt r JOIN billing_payment pm ON pm.id = r.payment_id
+          LEFT JOIN billing_paymentvoid v ON v.payment_id = r.payment_id
+         WHERE {where}
+    """, params)
+    return receipts, voided, series_count
+
+
+def correction_totals(cursor: Any, *, start: date | None = None, end: date | None = None) -> list[tuple[str, int, Decimal]]:
+    """Roll corrections (¶9) made in the period, per fiscal year of the roll: count and net change."""
+    where, params = _between(_local_day("c.created_at"), start, end)
+    return _rows(cursor, f"""
+        SELECT fy.label, COUNT(c.id), SUM(c.net_delta) FROM levy_rollcorrection c
+          JOIN levy_rollline r ON r.id = c.roll_line_id JOIN levy_levy l ON l.id = r.levy_id
+          JOIN levy_fiscalyear fy ON fy.id = l.fiscal_year_id
+         WHERE {where}
+         GROUP BY fy.label ORDER BY fy.label
+    """, params)
+
+
+def final_levy_totals(cursor: Any, *, start: date | None = None, end: date | None = None,
+                      late_only: bool = False) -> list[tuple[str, Decimal, Decimal, Decimal, int, int]]:
+    """Final rolls finalized in the period (only the ones finalized after July 1, ¶11, with
+    ``late_only``): fiscal year, ¶4 total levy, credits, net, lines and lines levied."""
+    where, params = _between("l.finalized_on", start, end)
+    late = " AND l.finalized_late" if late_only else ""
+    return _rows(cursor, f"""
+        SELECT fy.label, l.total_levy, l.roll_credits, l.roll_net, l.parcels_in_roll, l.parcels_levied
+          FROM levy_levy l JOIN levy_fiscalyear fy ON fy.id = l.fiscal_year_id
+         WHERE l.status = 'final' AND {where}{late} ORDER BY fy.label
+    """, params)
+
+
+def day_close_totals(cursor: Any, *, start: date | None = None, end: date | None = None) -> tuple[int, Decimal, Decimal, int]:
+    """Day closes of days in the period: count, cash over (+) or short (−) and checks over or
+    short (counted − expected, summed), and how many did not match (closed with an explanation)."""
+    where, params = _between("day", start, end)
+    ((count, cash, checks, unmatched),) = _rows(cursor, f"""
+        SELECT COUNT(*), COALESCE(SUM(counted_cash - expected_cash), 0), COALESCE(SUM(counted_checks - expected_checks), 0),
+               COUNT(*) FILTER (WHERE counted_cash <> expected_cash OR counted_checks <> expected_checks)
+          FROM billing_dayclose WHERE {where}
+    """, params)
+    return count, cash, checks, unmatched
+
+
+def bill_totals(cursor: Any, *, start: date | None = None, end: date | None = None) -> int:
+    """Bills (*avisos*, ¶12) issued in the period."""
+    where, params = _between("issued_on", start, end)
+    return _rows(cursor, f"SELECT COUNT(*) FROM billing_bill WHERE {where}", params)[0][0]
+
+
+def reprint_totals(cursor: Any, *, start: date | None = None, end: date | None = None) -> list[tuple[str, int]]:
+    """COPIA reprints (``ReprintLog``) printed in the period, per kind of document."""
+    where, params = _between("g.printed_on", start, end)
+    return _rows(cursor, f"""
+        SELECT d.kind, COUNT(*) FROM billing_reprintlog g JOIN billing_issueddocument d ON d.id = g.document_id
+         WHERE {where} GROUP BY d.kind ORDER BY d.kind
+    """, params)
+
+
 def control_totals(*, using: str = "default") -> dict[str, str]:
     """Figures two copies of the books must share, as strings (``name -> value``), in a fixed order."""
     totals: dict[str, str] = {}
     with connections[using].cursor() as cursor:
         cursor.execute("SELECT COUNT(*) FROM parcels_parcel")
         totals["parcels"] = str(cursor.fetchone()[0])
-        for label, total, credits, net, lines, levied in _rows(cursor, """
-            SELECT fy.label, l.total_levy, l.roll_credits, l.roll_net, l.parcels_in_roll, l.parcels_levied
-              FROM levy_levy l JOIN levy_fiscalyear fy ON fy.id = l.fiscal_year_id
-             WHERE l.status = 'final' ORDER BY fy.label
-        """):
+        for label, total, credits, net, lines, levied in final_levy_totals(cursor):
             totals[f"levy {label}"] = str(total)
             totals[f"levy {label} credits"] = str(credits)
             totals[f"levy {label} net"] = str(net)
             totals[f"levy {label} lines"] = f"{lines} ({levied} levied)"
-        for label, count, net in _rows(cursor, """
-            SELECT fy.label, COUNT(c.id), SUM(c.net_delta) FROM levy_rollcorrection c
-              JOIN levy_rollline r ON r.id = c.roll_line_id JOIN levy_levy l ON l.id = r.levy_id
-              JOIN levy_fiscalyear fy ON fy.id = l.fiscal_year_id
-             GROUP BY fy.label ORDER BY fy.label
-        """):
+        for label, count, net in correction_totals(cursor):
             totals[f"corrections {label}"] = f"{count} ({net})"
         for label, kind, count, principal in _rows(cursor, """
             SELECT fy.label, c.kind, COUNT(*), SUM(c.principal) FROM billing_charge c
@@ -897,35 +1027,24 @@ def control_totals(*, using: str = "default") -> dict[str, str]:
              GROUP BY fy.label, c.kind ORDER BY fy.label, c.kind
         """):
             totals[f"charges {label} {kind}"] = f"{count} ({principal})"
-        ((count, amount, voided, voided_amount),) = _rows(cursor, """
-            SELECT COUNT(pm.id), COALESCE(SUM(pm.amount), 0), COUNT(v.id), COALESCE(SUM(pm.amount) FILTER (WHERE v.id IS NOT NULL), 0)
-              FROM billing_payment pm LEFT JOIN billing_paymentvoid v ON v.payment_id = pm.id
-        """)
+        count, amount, _voided, _voided_amount = payment_totals(cursor)
+        voided, voided_amount = void_totals(cursor)
         totals["payments"] = f"{count} ({amount})"
         totals["payments voided"] = f"{voided} ({voided_amount})"
-        ((surcharges, refunds, corrections, debit, credit, entries),) = _rows(cursor, """
-            SELECT COALESCE(SUM(debit) FILTER (WHERE kind = 'surcharge'), 0)
-                   - COALESCE(SUM(credit) FILTER (WHERE kind = 'surcharge_void'), 0),
-                   COALESCE(SUM(debit) FILTER (WHERE kind = 'refund'), 0),
-                   COALESCE(SUM(credit) FILTER (WHERE kind = 'correction'), 0),
-                   COALESCE(SUM(debit), 0), COALESCE(SUM(credit), 0), COUNT(*)
-              FROM billing_ledgerentry
-        """)
-        totals["surcharges realized"] = str(surcharges)
-        totals["refunds"] = str(refunds)
-        totals["correction credits"] = str(corrections)
-        totals["ledger entries"] = str(entries)
-        totals["ledger debits"] = str(debit)
-        totals["ledger credits"] = str(credit)
-        totals["ledger balance"] = str(Decimal(debit) - Decimal(credit))
-        ((receipts, voided, series),) = _rows(cursor, """
-            SELECT COUNT(r.id), COUNT(v.id), (SELECT COUNT(*) FROM billing_receiptseries)
-              FROM billing_receipt r LEFT JOIN billing_paymentvoid v ON v.payment_id = r.payment_id
-        """)
+        ledger = ledger_totals(cursor)
+        totals["surcharges realized"] = str(ledger.surcharges)
+        totals["refunds"] = str(ledger.refunds)
+        totals["correction credits"] = str(ledger.corrections)
+        totals["ledger entries"] = str(ledger.entries)
+        totals["ledger debits"] = str(ledger.debit)
+        totals["ledger credits"] = str(ledger.credit)
+        totals["ledger balance"] = str(Decimal(ledger.debit) - Decimal(ledger.credit))
+        receipts, voided, series = receipt_totals(cursor)
         totals["receipts"] = f"{receipts} in {series} series ({voided} of voided payments)"
         for kind, count in _rows(cursor, "SELECT kind, COUNT(*) FROM billing_issueddocument GROUP BY kind ORDER BY kind"):
             totals[f"documents {kind}"] = str(count)
-        for name, table in (("bills", "billing_bill"), ("debt certificates", "billing_debtcertificate"),
+        totals["bills"] = str(bill_totals(cursor))
+        for name, table in (("debt certificates", "billing_debtcertificate"),
                             ("seizure notices", "billing_seizurestep"), ("bulk-printing parts", "billing_billbatchpart")):
             cursor.execute(f"SELECT COUNT(*) FROM {table}")  # table names are the constants above
             totals[name] = str(cursor.fetchone()[0])

@@ -1224,4 +1224,25 @@ class ReminderAttempt(models.Model):
             models.CheckConstraint(condition=Q(status="sent", error="") | Q(status="failed") & ~Q(error=""),
                                    name="reminder_attempt_failure_has_error"),
         ]
+class ReprintLog(models.Model):
+    """Issue 19: every COPIA reprint of an issued document (receipt, bill, certificate, estado),
+    who printed it, when and from where (``billing.services.reprints.reprint_issue``). The stored
+    document never changes (its reprint is stamped at serving time), so this log is how an auditor
+    knows how many copies of a receipt or bill went out (the *registro de reimpresiones*).
+    Append-only."""
+
+    class Channel(models.TextChoices):
+        COUNTER = "counter", _("Colecturía")
+        PORTAL = "portal", _("Portal")
+        COMMAND = "command", _("Línea de comandos")
+
+    document = models.ForeignKey(IssuedDocument, on_delete=models.PROTECT, related_name="reprints")
+    printed_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    printed_on = models.DateField(_("fecha de la reimpresión"))  # the day printed on its COPIA stamp
+    printed_at = models.DateTimeField(auto_now_add=True)
+    channel = models.CharField(_("desde"), max_length=8, choices=Channel.choices)
+
+    class Meta:
+        ordering = ["printed_at", "id"]
+        indexes = [models.Index(fields=["printed_on"])]
         triggers = APPEND_ONLY

@@ -31,5 +31,6 @@ urlpatterns = [
     path("verificar/", include((billing_urls.verify_patterns, "verify"))),
     path("cuanto-debo/", include((billing_urls.owed_patterns, "owed"))),
     path("auditoria/libros/", include((billing_urls.books_patterns, "books"))),
+    path("auditoria/registros/", include((billing_urls.registers_patterns, "registers"))),
     path("", include("parcels.urls")),
 ]

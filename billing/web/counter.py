@@ -35,8 +35,9 @@ from parcels.roles import AUDITOR, COLLECTOR, HACIENDA, LANDOWNER, SUPERVISOR, h
 from .. import accounts, counter_status, documents, portal, selectors
 from ..access import RECEIPT_STAFF, get_document_for_user, get_receipt_for_user
 from ..errors import BillingError
-from ..models import DayClose, IssuedDocument, Office, Payment, Refund, SeizureCase, SeizureStep
+from ..models import DayClose, IssuedDocument, Office, Payment, Refund, ReprintLog, SeizureCase, SeizureStep
 from ..services import counter as counter_services
+from ..services import reprints
 from ..services import voids as void_services
 
 METHODS_NEEDING_REFERENCE = (Payment.Method.CHECK, Payment.Method.TRANSFER)
@@ -617,7 +618,11 @@ def receipt_pdf(request: HttpRequest, pk: int) -> HttpResponse:
     receipt = get_receipt_for_user(request.user, pk)
     document = documents.receipt_document(receipt)
     copy = request.GET.get("copia") == "1"
-    data = documents.document_download(document, copy=copy)  # a voided payment's receipt says ANULADO on every download
+    if copy:  # every COPIA is logged (issue 19: the register of reprints)
+        channel = ReprintLog.Channel.PORTAL if has_role(request.user, LANDOWNER) else ReprintLog.Channel.COUNTER
+        data = reprints.reprint_issue(acting_user=request.user, document=document, channel=channel)
+    else:
+        data = documents.document_download(document)  # a voided payment's receipt says ANULADO on every download
     response = HttpResponse(data, content_type="application/pdf")
     suffix = "-copia" if copy else ""
     response["Content-Disposition"] = f'attachment; filename="recibo-{receipt.display_number}{suffix}.pdf"'

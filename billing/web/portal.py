@@ -40,9 +40,9 @@ from parcels.roles import AUTHORITY, COLLECTOR, HACIENDA, LANDOWNER, SUPERVISOR,
 from .. import documents, portal
 from ..access import RECEIPT_STAFF, get_seizure_step_for_user
 from ..errors import BillingError
-from ..models import AccountStatement, Charge, IssuedDocument
+from ..models import AccountStatement, Charge, IssuedDocument, ReprintLog
 from ..portal import email_normalize
-from ..services import bills, statements
+from ..services import bills, reprints, statements
 
 logger = logging.getLogger("lajas.portal")
 
@@ -272,7 +272,8 @@ def installment_bill(request: HttpRequest, pk: int) -> HttpResponse:
         messages.error(request, str(exc))
         return redirect("billing:statement", pk=charge.parcel_id)
     document = IssuedDocument.objects.get(bill=bill)
-    data = documents.document_pdf(document) if created else documents.document_copy(document)
+    data = (documents.document_pdf(document) if created
+            else reprints.reprint_issue(acting_user=request.user, document=document, channel=ReprintLog.Channel.PORTAL))
     return _pdf_response(data, f"aviso-{bill.number}{'' if created else '-copia'}.pdf")
 
 

@@ -5,7 +5,7 @@ from django.urls import path
 
 from levy.urls import FiscalYearConverter  # noqa: F401  (registers the ``fiscal_year`` converter)
 
-from . import bank, books, counter, hacienda, home, offices, portal, public, roll, verify
+from . import bank, books, counter, hacienda, home, offices, portal, public, registers, roll, verify
 
 home_page = home.home
 
@@ -72,6 +72,11 @@ verify_patterns = [
 # /auditoria/libros/ (namespace ``books``): the recorded checks of the books
 books_patterns = [
     path("", books.checks, name="checks"),
+]
+
+# /auditoria/registros/ (namespace ``registers``): the registers for auditors (issue 19)
+registers_patterns = [
+    path("", registers.register, name="register"),
 ]
 
 # /contribucion/ (joined to levy's own pages in the ``levy`` namespace): the roll's finalization

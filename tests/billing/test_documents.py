@@ -19,7 +19,7 @@ from pypdf import PdfReader
 
 from billing import bulk, documents, pdf
 from billing.errors import BillingError
-from billing.models import Bill, BillBatch, BillBatchPart, Charge, IssuedDocument
+from billing.models import Bill, BillBatch, BillBatchPart, Charge, IssuedDocument, ReprintLog
 from billing.services import bills, counter
 from billing.services.installments import roll_finalize
 from levy.models import Levy, RollLine
@@ -239,7 +239,10 @@ def test_copy_is_stamped_and_the_stored_bytes_do_not_change(district_1, staff, t
     assert code == 0, err
     assert out.read_bytes() == bytes(document.pdf)
     code, stdout, err = billing_cmd("receipt", "LAJ-2026-2027-000001", "--out", str(out), "--copy")
+    assert code == 1 and "give --user" in err  # issue 19: every COPIA is logged with who printed it
+    code, stdout, err = billing_cmd("receipt", "LAJ-2026-2027-000001", "--out", str(out), "--copy", "--user", "sup")
     assert code == 0 and "COPIA" in text_of(out.read_bytes())
+    assert [(r.document_id, r.printed_by.username, r.channel) for r in ReprintLog.objects.all()] == [(document.pk, "sup", "command")]
     assert IssuedDocument.objects.count() == 1
 
 

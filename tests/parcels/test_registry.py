@@ -246,3 +246,13 @@ def test_seed_demo_reaches_every_document(capsys):
     bounced = returned.lines.get().payment
     assert bounced.office.code == "BPPR" and bounced.void.voided_on == today and bounced.receipt.display_number.startswith("BPPR-")
     assert f"{sent.original_name} (2 applied, 1 exception(s), 0 returned)" in where["bank payment files (¶13)"]
+    # issue 19's registers: the bounced check's day closed $5.00 short in cash, its receipt reprinted (a logged COPIA)
+    from billing import registers
+    from billing.models import DayClose, ReprintLog
+
+    close = DayClose.objects.get()
+    assert close.day == void.payment.paid_on and "Faltan $5.00" in close.explanation
+    reprint = ReprintLog.objects.get()
+    assert (reprint.document.number, reprint.printed_by.username) == (void.payment.receipt.display_number, "supervisor")
+    assert registers.register_build("reprints", today, today).rows[0][3] == reprint.document.number
+    assert f"(the COPIA of receipt {reprint.document.number})" in where["registers for auditors (issue 19)"]

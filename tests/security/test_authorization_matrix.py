@@ -279,6 +279,8 @@ MATRIX: dict[str, Route] = {
                                 targets=lambda w: pk(w.extra["compute_job"])),
     "parcels:audit": Route(get=by_role(STAFF)),
     "books:checks": Route(get=by_role(STAFF)),  # every staff role reads the recorded checks of the books
+    # issue 19: the registers for auditors (GET only: reading a register writes nothing)
+    "registers:register": Route(get=by_role({"auditor", "hacienda", "supervisor"})),
     # --- the levy -------------------------------------------------------------------------------------
     "levy:year-list": Route(get=by_role({"authority", "hacienda", "auditor"})),
     "levy:year-start": Route(get=by_role(AUTHORITY, ok=302)),

@@ -12,11 +12,11 @@ from pathlib import Path
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandParser
 
-from billing import accounts, documents, wording
+from billing import accounts, documents, registers, wording
 from billing.errors import BillingError
-from billing.models import Payment
+from billing.models import Payment, ReprintLog
 from billing.services import bank as bank_services
-from billing.services import bills, collection, counter, reminders, voids
+from billing.services import bills, collection, counter, reminders, reprints, voids
 from billing.services import water as water_services
 from levy.exports import safe_cell
 from parcels import jobs as background
@@ -62,7 +62,8 @@ class Command(BaseCommand):
         receipt = sub.add_parser("receipt", help="write a receipt's stored PDF (or its COPIA reprint)")
         receipt.add_argument("number", help="the receipt number as printed, e.g. LAJ-2026-2027-000001")
         receipt.add_argument("--out", required=True, help="the PDF file to write")
-        receipt.add_argument("--copy", action="store_true", help="a reprint stamped COPIA with today's date")
+        receipt.add_argument("--copy", action="store_true", help="a reprint stamped COPIA with today's date (logged: needs --user)")
+        receipt.add_argument("--user", help="who prints the COPIA (every reprint is logged, issue 19)")
         notice = sub.add_parser("bill", help="issue an installment's bill (aviso de contribución) or write the stored one")
         notice.add_argument("--parcel", required=True)
         notice.add_argument("--fiscal-year", required=True, help="e.g. 2026-2027")
@@ -70,7 +71,7 @@ class Command(BaseCommand):
         notice.add_argument("--out", required=True, help="the PDF file to write")
         notice.add_argument("--user", help="who issues the bill when it has none yet")
         notice.add_argument("--lang", choices=["es", "en"], default="es", help="language of a new bill (Spanish by default)")
-        notice.add_argument("--copy", action="store_true", help="a reprint stamped COPIA with today's date")
+        notice.add_argument("--copy", action="store_true", help="a reprint stamped COPIA with today's date (logged as --user's)")
         certificate = sub.add_parser("certificate", help="issue a debt certificate (certificación de deuda) and write it")
         certificate.add_argument("--parcel", required=True)
         certificate.add_argument("--as-of", required=True, help="YYYY-MM-DD")
@@ -113,6 +114,14 @@ class Command(BaseCommand):
         closure.add_argument("--date", required=True, help="YYYY-MM-DD")
         closure.add_argument("--reason", required=True)
         closure.add_argument("--user", required=True)
+
+        register = sub.add_parser("register", help="a register for auditors over a period (issue 19): CSV to stdout or PDF to --out")
+        register.add_argument("kind", help="receipts, voids, refunds, corrections, bills, reprints, day-closes, late-finalizations")
+        register.add_argument("--from", dest="start", required=True, help="YYYY-MM-DD (included)")
+        register.add_argument("--to", dest="end", required=True, help="YYYY-MM-DD (included)")
+        register.add_argument("--format", choices=["csv", "pdf"], default="csv")
+        register.add_argument("--out", help="the file to write (required with --format pdf)")
+        register.add_argument("--lang", choices=["es", "en"], default="es", help="language of the PDF")
 
     def handle(self, *args, action: str, **options) -> None:
         try:
@@ -295,6 +304,22 @@ class Command(BaseCommand):
                 self.stdout.write(f"      {accounts.StatementEvent.from_json(event).text}")
         self.stdout.write(f"  total adeudado hoy {data['total_due']}")
 
+    def do_register(self, options: dict) -> None:
+        """Issue 19: the register ``kind`` of the period, with its control totals (``billing.registers``)."""
+        if options["format"] == "pdf" and not options["out"]:
+            raise BillingError("--format pdf writes a file: give --out")
+        register = registers.register_build(options["kind"], self.date(options["start"]), self.date(options["end"]))
+        if options["format"] == "pdf":
+            self.write_pdf(options["out"], registers.register_pdf(register, lang=options["lang"]), f"register {register.kind}")
+        elif options["out"]:
+            target = Path(options["out"])
+            if not target.parent.is_dir():
+                raise BillingError(f"no such directory: {target.parent}")
+            target.write_text(registers.register_csv(register), encoding="utf-8")
+            self.stdout.write(f"register {register.kind} written to {target} ({len(register.rows)} rows)")
+        else:
+            self.stdout.write(registers.register_csv(register), ending="")
+
     # --- documents ----------------------------------------------------------------------------
 
     def write_pdf(self, path: str, data: bytes, what: str) -> None:
@@ -307,16 +332,27 @@ class Command(BaseCommand):
     def do_receipt(self, options: dict) -> None:
         receipt = documents.receipt_by_number(options["number"])
         document = documents.receipt_document(receipt)
-        data = documents.document_download(document, copy=options["copy"])  # ANULADO when its payment was voided
+        if options["copy"]:
+            data = self.reprint(document, options["user"])
+        else:
+            data = documents.document_download(document)  # ANULADO when its payment was voided
         self.write_pdf(options["out"], data, f"receipt {document.number}" + (" (COPIA)" if options["copy"] else ""))
 
+    def reprint(self, document, username: str | None) -> bytes:
+        """A COPIA of ``document``, logged as ``username``'s (issue 19: the register of reprints)."""
+        if not username:
+            raise BillingError("a COPIA reprint is logged with who printed it: give --user")
+        return reprints.reprint_issue(acting_user=self.user(username), document=document, channel=ReprintLog.Channel.COMMAND)
+
     def do_bill(self, options: dict) -> None:
+        if options["copy"] and not options["user"]:
+            raise BillingError("a COPIA reprint is logged with who printed it: give --user")
         user = self.user(options["user"]) if options["user"] else None
         charge = bills.bill_for_installment(parcel_code=options["parcel"], fiscal_year=options["fiscal_year"],
                                                 number=options["installment"])
         bill, created = bills.bill_get_or_issue(acting_user=user, charge=charge, lang=options["lang"])
         document = bill.document
-        data = documents.document_copy(document) if options["copy"] else documents.document_pdf(document)
+        data = self.reprint(document, options["user"]) if options["copy"] else documents.document_pdf(document)
         state = "issued" if created else "stored"
         self.write_pdf(options["out"], data, f"bill {bill.number} ({state})" + (" (COPIA)" if options["copy"] else ""))
 

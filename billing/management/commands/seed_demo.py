@@ -16,6 +16,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from billing.accounts import account_state
+from billing.errors import BillingError
 from billing.models import (
     AccountStatement,
     Bill,
@@ -28,16 +29,19 @@ from billing.models import (
     PaymentVoid,
     Receipt,
     ReminderAttempt,
+    ReprintLog,
     SeizureCase,
     SeizureStep,
 )
+from billing.selectors import day_report
 from billing.services.bills import bill_get_or_issue, offered_from
 from billing.services.collection import office_closure_record, seizure_step_issue
 from billing.services.corrections import roll_correction_create
-from billing.services.counter import payment_record
+from billing.services.counter import day_close, payment_record
 from billing.services.installments import roll_finalize
 from billing.services.offices import office_update
 from billing.services.reminders import reminders_send
+from billing.services.reprints import reprint_issue
 from billing.services.statements import statement_get_or_issue
 from billing.services.voids import payment_void
 from levy.models import FiscalYear, RollCorrection, RollLine
@@ -79,6 +83,7 @@ DEMO_BACKDATE_REASON = "Datos de demostración"
 DEMO_CLOSURE_REASON = "Tormenta tropical: oficinas cerradas por orden ejecutiva"
 DEMO_BANK = ("BPPR", "Banco Popular — agente recaudador")  # ¶13: a collecting agent bank (issue 19)
 DEMO_VOID_REASON = "Cheque devuelto por el banco: fondos insuficientes"
+DEMO_CLOSE_EXPLANATION = "Faltan $5.00 de efectivo: cambio mal dado a un contribuyente"
 DEMO_CORRECTION_REASON = "Mensura nueva: el área por gravedad es un 10 % menor que la del padrón"
 
 
@@ -273,6 +278,7 @@ class Command(BaseCommand):
                    .exclude(parcel=getattr(corrected, "parcel", None)).order_by("pk").first())
         if bounced is not None:
             payment_void(acting_user=users["supervisor"], payment=bounced, reason=DEMO_VOID_REASON, voided_on=today)
+            self.closed_day_and_reprint(users, bounced)
         self.english_owner_documents(users, today)
         self.bank_files(users, today, exclude=[*special, getattr(getattr(corrected, "parcel", None), "parcel_id", "")])
 
@@ -302,6 +308,19 @@ class Command(BaseCommand):
         returned = header + f"BR{today:%Y%m%d}001,{day},150.00,,,return,BP{today:%Y%m%d}002,R01 fondos insuficientes (NSF)\n"
         bank.bank_file_import(acting_user=users["supervisor"], bank=office, name=f"bppr-{today:%Y%m%d}-devoluciones.csv",
                               data=returned.encode())
+
+    def closed_day_and_reprint(self, users: dict, payment: Payment) -> None:
+        """Issue 19's registers: the supervisor closed the bounced check's day $5.00 short in cash
+        (with the explanation) and reprinted its receipt (a logged COPIA)."""
+        report = day_report(office=payment.office, day=payment.paid_on)
+        cash, checks = report.expected(Payment.Method.CASH), report.expected(Payment.Method.CHECK)
+        try:
+            day_close(acting_user=users["supervisor"], office=payment.office, day=payment.paid_on,
+                      counted_cash=max(cash - Decimal("5.00"), Decimal("0.00")), counted_checks=checks,
+                      explanation=DEMO_CLOSE_EXPLANATION)
+        except BillingError as exc:
+            self.left_out.append(f"the day close of {payment.paid_on:%d/%m/%Y} ({exc})")
+        reprint_issue(acting_user=users["supervisor"], document=payment.receipt.document, channel=ReprintLog.Channel.COUNTER)
 
     def seizure_past_its_term(self, hacienda, today: date) -> None:
         """¶14: the demo landowner's unpaid LAJ-000002: the notice 40 days ago (its 30-day term has
@@ -393,6 +412,11 @@ class Command(BaseCommand):
         say("roll correction (¶9)", correction and (
             f"{correction.roll_line.parcel_code}: correction no. {correction.number} of the {correction.roll} roll, "
             f"{site}{reverse('levy:corrections', args=[correction.roll])}"))
+        reprint = ReprintLog.objects.select_related("document").order_by("pk").first()
+        say("registers for auditors (issue 19)", reprint and (
+            f"as auditor: {site}{reverse('registers:register')}?kind=reprints&start={reprint.printed_on:%d/%m/%Y}"
+            f"&end={reprint.printed_on:%d/%m/%Y} (the COPIA of receipt {reprint.document.number}); kind=day-closes for the day "
+            f"closed $5.00 short"))
         closure = OfficeClosure.objects.order_by("pk").first()
         say("office closure (¶12)", closure and (
             f"{closure.day:%d/%m/%Y}, {LastDayMove.objects.filter(closure=closure).count():,} last days moved, "
