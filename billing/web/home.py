@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from decimal import Decimal
 
+from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
@@ -17,16 +18,38 @@ from parcels.models import Parcel
 from parcels.roles import LANDOWNER, STAFF_ROLES, has_role
 
 from ..accounts import account_states, delinquency_parameters
-from ..models import Receipt
+from ..models import Charge, Receipt, charge_names
+from ..references import payment_reference, reference_display
 from ..portal import installment_bills
 from ..selectors import open_seizures
 from ..services.bills import bill_office, office_snapshot
 from ..wording import rate_label
 
 
+def _charge_id(key: str) -> int | None:
+    """The charge id of an account's charge key (``accounts.charge_key``: ``C`` + 12 digits)."""
+    return int(key[1:]) if key[:1] == "C" and key[1:].isdigit() else None
+
+
+def _open_charges(unpaid: list) -> list[dict]:
+    """Issue 19, ¶13: each open charge with its RF payment reference (billing.references), in
+    payment order, with its name in the reader's language."""
+    ids = [pk for pk in (_charge_id(c.key) for c in unpaid) if pk is not None]
+    charges = {charge.pk: charge for charge in Charge.objects.filter(pk__in=ids).select_related("fiscal_year")}
+    charge_names(charges.values())
+    found = []
+    for state in unpaid:
+        charge = charges.get(_charge_id(state.key) or 0)
+        if charge is not None:
+            found.append({"label": charge.label, "balance": state.balance, "last_day": state.last_day,
+                          "reference": reference_display(payment_reference(charge.pk))})
+    return found
+
+
 def _landowner_rows(parcels: list[Parcel]) -> list[dict]:
     """Each of a landowner's parcels with what it owes today (¶13) and its next payment: the
-    oldest charge with a balance, by its last day to pay (¶12)."""
+    oldest charge with a balance, by its last day to pay (¶12); and each open charge with its
+    payment reference for a bank transfer (issue 19)."""
 
     today = timezone.localdate()
     states = account_states(parcels=parcels, as_of=today)
@@ -35,7 +58,8 @@ def _landowner_rows(parcels: list[Parcel]) -> list[dict]:
         state = states[parcel.pk].state
         unpaid = sorted((c for c in state.charges if c.balance > 0), key=lambda c: (c.last_day, c.key))
         rows.append({"parcel": parcel, "owed_now": state.total_due, "next": unpaid[0] if unpaid else None,
-                     "late": bool(unpaid) and unpaid[0].last_day < today, "bills": installment_bills(parcel)})
+                     "late": bool(unpaid) and unpaid[0].last_day < today, "bills": installment_bills(parcel),
+                     "open_charges": _open_charges(unpaid)})
     return rows
 
 
@@ -78,5 +102,7 @@ def home(request: HttpRequest) -> HttpResponse:
             "rate": rate_label(params.surcharge_rate), "office": office,
             "office_address": ", ".join(office.address_block[1:]) if office else "",
             "office_hours": office.hours(lang) if office else "",
+            "transfer": {"bank": settings.PAYMENT_TRANSFER_BANK, "account": settings.PAYMENT_TRANSFER_ACCOUNT,
+                         "routing": settings.PAYMENT_TRANSFER_ROUTING},
         })
     return render(request, "parcels/home_norole.html", status=403)
