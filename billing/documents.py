@@ -50,8 +50,8 @@ from . import pdf
 from .accounts import delinquency_parameters
 from .errors import BillingError
 from .models import Bill, DebtCertificate, IssuedDocument, Receipt, SeizureStep
-from .selectors import receipt_display
 from .references import reference_display
+from .selectors import receipt_display
 from .snapshots import BillOffice, BillOwedLine, BillSnapshot, CertificateSnapshot, ReceiptSnapshot
 from .wording import long_date, rate_label, surcharge_text
 

@@ -19,8 +19,8 @@ from parcels.roles import LANDOWNER, STAFF_ROLES, has_role
 
 from ..accounts import account_states, delinquency_parameters
 from ..models import Charge, Receipt, charge_names
-from ..references import payment_reference, reference_display
 from ..portal import installment_bills
+from ..references import payment_reference, reference_display
 from ..selectors import open_seizures
 from ..services.bills import bill_office, office_snapshot
 from ..wording import rate_label

@@ -188,9 +188,8 @@ def reviewed_refund(w: World) -> dict[str, Any]:
 
     from billing import accounts
     from billing.models import Office
-    from billing.web.counter import REFUND_ACT, refund_figures
-
     from billing.services.counter import refund_held
+    from billing.web.counter import REFUND_ACT, refund_figures
 
     data = {"amount": Decimal("20.00"), "method": "cash", "reason": "Pagó de más"}
     parcel, on = w.parcels["A2"], timezone.localdate()
