@@ -197,8 +197,7 @@ def test_a_refund_is_requested_by_one_supervisor_approved_by_another_and_is_on_t
     assert not Refund.objects.exists()
 
     visit.logout()
-    visit.login("u_supervisor2", PASSWORD)
-    in_language(visit, lang)
+    visit.login("u_supervisor2", PASSWORD)  # the language chosen before signing out stays (its cookie)
     phone(visit)
     visit.go("/colecturia/reembolsos/")
     shot(visit, f"refund-pending-{lang}")
