@@ -58,6 +58,8 @@ GUARDED = {
     "billing_officeevent",
     # billing: the merged bulk-printing parts, written once (issue 17 §5)
     "billing_billbatchpart",
+    # billing: refund requests, decided once by a second supervisor (issue 19)
+    "billing_refundrequest",
     # parcels: the registry's change history, the access log, second-factor resets
     "parcels_ownerevent", "parcels_parcelevent", "parcels_ownershiptransferevent", "parcels_accessevent",
     "parcels_secondfactorreset", "parcels_secondfactorresetevent", "parcels_staffprofileevent",
