@@ -390,6 +390,7 @@ def statement(request: HttpRequest, pk: int) -> HttpResponse:
     form = StatementDateForm(request.GET or None, initial={"as_of": today})
     as_of = (form.cleaned_data.get("as_of") if form.is_bound and form.is_valid() else None) or today
     shown = accounts.statement(parcel=parcel, as_of=as_of)
+    held = counter_services.refund_held(parcel=parcel) if has_role(request.user, SUPERVISOR) else Decimal("0.00")
     return render(request, "billing/statement.html", {
         "parcel": parcel, "statement": shown, "form": form, "today": today,
         **_seizure_context(parcel=parcel, today=today, owed_today=shown.total_due if as_of == today else None),
@@ -403,6 +404,8 @@ def statement(request: HttpRequest, pk: int) -> HttpResponse:
         # the aviso of each installment and a numbered estado de cuenta, on demand (billing.web.portal)
         "installment_bills": portal.installment_bills(parcel),
         "can_issue": has_role(request.user, LANDOWNER, COLLECTOR, SUPERVISOR, HACIENDA),
+        # issue 19: the credit pending refund requests hold (a supervisor's refund form offers the rest)
+        "refund_held": held, "refund_available": shown.credit_balance - held,
     })
 
 

@@ -156,3 +156,15 @@ def test_the_commands_request_approve_and_reject_and_exit_1_with_a_reason(p3, st
     assert code == 0 and out.strip() == f"refund request {second} rejected: nothing paid"
     code, out, err = run_command("billing", "refund-reject", "999999", "--user", supervisor2.username, "--reason", "x")
     assert code == 1 and "No existe la solicitud de reembolso 999999" in err
+
+
+@pytest.mark.django_db
+def test_the_statement_says_what_pending_requests_hold_and_offers_the_rest(p3, staff, client):
+    ask(staff, p3, "100.00")
+    client.force_login(staff["supervisor"])
+    page = client.get(reverse("billing:statement", args=[p3.pk])).content.decode()
+    assert "Hay $100.00 del crédito reservados por solicitudes de reembolso" in page
+    assert 'id="refund-amount" name="amount" type="text" inputmode="decimal" value="20.00"' in page  # 120.00 − 100.00
+    ask(staff, p3, "20.00")
+    page = client.get(reverse("billing:statement", args=[p3.pk])).content.decode()
+    assert "Hay $120.00 del crédito reservados" in page and 'id="refund-form"' not in page  # nothing left to ask for
