@@ -196,6 +196,12 @@ def test_no_correct_it_brings_back_the_form_with_what_was_typed_and_the_pages_ar
     assert 'name="method" value="transfer"' in statement  # the statement's refund form asks the way
     assert "lo aprueba otro supervisor" in statement  # and says it is a request
     (tmp_path / "statement.html").write_text(statement, encoding="utf-8")
+    # issue 19: the pending requests page, with a request of each way
+    for method in ("cash", "check", "transfer"):
+        counter.refund_request(acting_user=staff["supervisor"], parcel=p3_with_credit, amount=D("10.00"), reason="x", method=method)
+    pending = client.get(reverse("billing:refund-requests")).content.decode()
+    assert pending.count('class="card refund-request"') == 3
+    (tmp_path / "pending.html").write_text(pending, encoding="utf-8")
     assert nu_errors(tmp_path) == []
 
 
