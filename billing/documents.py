@@ -50,6 +50,7 @@ from . import pdf
 from .accounts import delinquency_parameters
 from .errors import BillingError
 from .models import Bill, DebtCertificate, IssuedDocument, Receipt, SeizureStep
+from .references import reference_display
 from .selectors import receipt_display
 from .snapshots import BillOffice, BillOwedLine, BillSnapshot, CertificateSnapshot, ReceiptSnapshot
 from .wording import long_date, rate_label, surcharge_text
@@ -220,6 +221,9 @@ def bill_html(*, number: str, snapshot: dict[str, Any], issued_on: date, code: s
             # ¶13: the account's total due shows only when other charges are overdue besides this one.
             "other_charges_due": bill.total_due > bill.balance,
             "surcharge_basis": surcharge_text(bill.surcharge_groups, rate),
+            # issue 19, ¶13: pay by bank transfer with the charge's RF reference (none on older bills)
+            "reference": reference_display(bill.payment_reference) if bill.payment_reference else "",
+            "transfer": bill.transfer or {},
             **_bill_links(parcel_id=bill.parcel_id, owner_key=bill.owner_key, url=url, code=code),
         }
         return pdf.html_for("billing/pdf/bill.html", context, title=title, lang=key)

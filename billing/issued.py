@@ -29,6 +29,8 @@ BILL_FIGURES = ("principal", "due_date", "last_day_to_pay", "surcharge", "surcha
                 "balance", "total_due")
 # Bills frozen since issue 18 also froze the one amount to pay and what it pays (``later_due`` marks them).
 BILL_TO_PAY = ("amount_to_pay", "pay_by", "owed", "later_due")
+# Bills frozen since issue 19 carry their charge's RF payment reference: it must still encode that charge.
+BILL_REFERENCE = ("payment_reference",)
 
 
 def issued_moment(*, as_of: Any, issued_at: datetime) -> datetime:
@@ -86,6 +88,7 @@ def _bill_difference(bill: Bill) -> str | None:
     facts = accounts_facts(charges=[charge], issued_on=bill.issued_on, known_by=known_by)[charge.pk]
     again = bill_snapshot(charge=charge, issued_on=bill.issued_on, facts=facts, dues={})
     figures = BILL_FIGURES + (BILL_TO_PAY if "later_due" in bill.snapshot else ())
+    figures += BILL_REFERENCE if "payment_reference" in bill.snapshot else ()
     return _difference(again, bill.snapshot, figures)
 
 

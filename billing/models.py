@@ -402,11 +402,16 @@ class Refund(models.Model):
     Issue 18: numbered (``RE-<year>-<n>``), with how the money went back (cash from the office's
     drawer, or a check with its number) and the office whose day report (*cuadre*) lists it; a
     cash refund is money out of that day's drawer. Refunds recorded before have no number, way
-    or office (blank)."""
+    or office (blank).
+
+    Issue 19: a refund is posted when a second supervisor approves its ``RefundRequest``
+    (``request``, the reverse of ``RefundRequest.refund``); ``refunded_by`` is that approver. A
+    refund may also go back by bank transfer, with the transfer's reference."""
 
     class Method(models.TextChoices):
         CASH = "cash", _("Efectivo de la caja")
         CHECK = "check", _("Cheque")
+        TRANSFER = "transfer", _("Transferencia bancaria")
 
     parcel = models.ForeignKey("parcels.Parcel", on_delete=models.PROTECT, related_name="refunds")
     amount = money_field(_("cantidad"))
@@ -415,9 +420,10 @@ class Refund(models.Model):
     refunded_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
     number = models.CharField(_("número"), max_length=20, blank=True, default="")
-    method = models.CharField(_("forma de reembolso"), max_length=5, choices=Method.choices, blank=True, default="")
+    method = models.CharField(_("forma de reembolso"), max_length=8, choices=Method.choices, blank=True, default="")
     check_number = models.CharField(_("número del cheque"), max_length=40, blank=True, default="")
     office = models.ForeignKey("Office", on_delete=models.PROTECT, null=True, blank=True, related_name="refunds")
+    transfer_reference = models.CharField(_("referencia de la transferencia"), max_length=40, blank=True, default="")
 
     class Meta:
         constraints = [
@@ -428,8 +434,89 @@ class Refund(models.Model):
                 condition=Q(method="check", check_number__regex=r"\S") | (~Q(method="check") & Q(check_number="")),
                 name="refund_check_has_number",
             ),
+            # issue 19: a transfer names its reference; no other way has one
+            models.CheckConstraint(
+                condition=Q(method="transfer", transfer_reference__regex=r"\S") | (~Q(method="transfer") & Q(transfer_reference="")),
+                name="refund_transfer_has_reference",
+            ),
         ]
         triggers = [*APPEND_ONLY, REFUND_INTO_OPEN_DAY]
+
+
+# Issue 19: a refund request only moves forward, once: from "requested" to approved or rejected;
+# what was asked (parcel, amount, way, office, who, when) never changes, and no request is deleted.
+REFUND_REQUEST_FORWARD_ONLY = pgtrigger.Trigger(
+    name="refund_request_forward_only",
+    operation=pgtrigger.Update | pgtrigger.Delete,
+    when=pgtrigger.Before,
+    func=pgtrigger.Func(
+        """
+        IF TG_OP = 'DELETE' THEN
+            RAISE EXCEPTION 'a refund request is never deleted' USING ERRCODE = 'restrict_violation';
+        END IF;
+        IF OLD.status <> 'requested' THEN
+            RAISE EXCEPTION 'refund request % was already decided (%)', OLD.id, OLD.status USING ERRCODE = 'restrict_violation';
+        END IF;
+        IF (NEW.parcel_id, NEW.amount, NEW.reason, NEW.method, NEW.office_id, NEW.requested_by_id, NEW.requested_at)
+           IS DISTINCT FROM (OLD.parcel_id, OLD.amount, OLD.reason, OLD.method, OLD.office_id, OLD.requested_by_id, OLD.requested_at) THEN
+            RAISE EXCEPTION 'what refund request % asked never changes', OLD.id USING ERRCODE = 'restrict_violation';
+        END IF;
+        RETURN NEW;
+        """
+    ),
+)
+
+
+class RefundRequest(models.Model):
+    """Issue 19: a refund of credit needs two people. A supervisor asks for it (amount, reason, how
+    the money goes back, the office whose day report will list it); a DIFFERENT supervisor approves
+    it, giving the check's number or the transfer's reference, which posts the ``Refund`` (its
+    number, ledger entry and chain link, as before), or rejects it with a reason. While a request
+    is pending its amount is held: another request sees the credit less it.
+
+    The database keeps it honest: the decider is never the requester; an approved request has
+    its refund, a rejected one its reason; a decided request never changes again, and no request
+    is deleted (``REFUND_REQUEST_FORWARD_ONLY``)."""
+
+    class Status(models.TextChoices):
+        REQUESTED = "requested", _("Pendiente de aprobación")
+        APPROVED = "approved", _("Aprobado")
+        REJECTED = "rejected", _("Rechazado")
+
+    parcel = models.ForeignKey("parcels.Parcel", on_delete=models.PROTECT, related_name="refund_requests")
+    amount = money_field(_("cantidad"))
+    reason = models.CharField(_("razón"), max_length=200)
+    method = models.CharField(_("forma de reembolso"), max_length=8, choices=Refund.Method.choices)
+    office = models.ForeignKey("Office", on_delete=models.PROTECT, related_name="refund_requests")
+    requested_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    requested_at = models.DateTimeField(auto_now_add=True)
+    status = models.CharField(_("estado"), max_length=9, choices=Status.choices, default=Status.REQUESTED)
+    decided_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+")
+    decided_at = models.DateTimeField(null=True, blank=True)
+    decision_reason = models.CharField(_("razón del rechazo"), max_length=200, blank=True, default="")
+    refund = models.OneToOneField(Refund, on_delete=models.PROTECT, null=True, blank=True, related_name="request")
+
+    class Meta:
+        ordering = ["requested_at", "id"]
+        constraints = [
+            models.CheckConstraint(condition=Q(amount__gt=0), name="refund_request_positive"),
+            models.CheckConstraint(condition=Q(reason__regex=r"\S"), name="refund_request_has_reason"),
+            models.CheckConstraint(condition=Q(method__in=["cash", "check", "transfer"]), name="refund_request_method"),
+            # two people: whoever decides is not whoever asked
+            models.CheckConstraint(condition=~Q(decided_by=models.F("requested_by")), name="refund_request_two_people"),
+            models.CheckConstraint(
+                condition=(
+                    Q(status="requested", decided_by__isnull=True, decided_at__isnull=True, refund__isnull=True, decision_reason="")
+                    | Q(status="approved", decided_by__isnull=False, decided_at__isnull=False, refund__isnull=False,
+                        decision_reason="")
+                    | Q(status="rejected", decided_by__isnull=False, decided_at__isnull=False, refund__isnull=True,
+                        decision_reason__regex=r"\S")
+                ),
+                name="refund_request_status_consistent",
+            ),
+        ]
+        indexes = [models.Index(fields=["parcel", "status"])]
+        triggers = [REFUND_REQUEST_FORWARD_ONLY, NO_TRUNCATE]
 
 
 class WaterRate(models.Model):

@@ -12,6 +12,9 @@ when the text is not a reference or a digit was mistyped (the check digits catch
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 from stdnum import iso11649
 from stdnum.exceptions import InvalidChecksum, ValidationError
 from stdnum.iso7064 import mod_97_10
@@ -53,3 +56,30 @@ def charge_id_from_reference(text: str) -> int:
     if not body.isdigit() or int(body) == 0:
         raise InvalidReference(f"la referencia {number} no es de un cargo de este distrito")
     return int(body)
+
+
+@dataclass(frozen=True)
+class TransferDetails:
+    """¶13, issue 19: where a landowner sends a bank transfer (the collecting bank, its account and
+    routing number) and the reference to write in the transfer's memo, as a bill froze them."""
+
+    reference: str
+    bank: str
+    account: str
+    routing: str
+
+    @property
+    def reference_display(self) -> str:
+        return reference_display(self.reference)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"bank": self.bank, "account": self.account, "routing": self.routing}
+
+
+def transfer_details(charge_id: int) -> TransferDetails:
+    """The transfer instructions of charge ``charge_id`` with today's bank details
+    (``settings.PAYMENT_TRANSFER_*``, read at call time)."""
+    from django.conf import settings
+
+    return TransferDetails(reference=payment_reference(charge_id), bank=settings.PAYMENT_TRANSFER_BANK,
+                           account=settings.PAYMENT_TRANSFER_ACCOUNT, routing=settings.PAYMENT_TRANSFER_ROUTING)

@@ -17,7 +17,7 @@ from parcels import search
 from parcels.models import Parcel
 
 from .accounts import Statement, StatementLine
-from .models import BooksCheck, LedgerEntry, Office, Payment, Receipt, Refund, ReminderAttempt
+from .models import BooksCheck, LedgerEntry, Office, Payment, Receipt, Refund, RefundRequest, ReminderAttempt
 from .snapshots import ReceiptApplication, ReceiptSnapshot
 
 ZERO = Decimal("0.00")  # dollars
@@ -376,3 +376,15 @@ def open_seizures(*, parcels: list[Parcel], owed: dict[int, Decimal], today: dat
         steps.setdefault(cases[step.case_id], []).append(step)
     return [OpenSeizure(parcel=parcel, steps=tuple(steps[parcel.pk]), owed_now=owed.get(parcel.pk, ZERO), today=today)
             for parcel in parcels if steps.get(parcel.pk)]
+
+
+def refund_requests_pending() -> QuerySet[RefundRequest]:
+    """Issue 19: refund requests awaiting a second supervisor, oldest first."""
+    return (RefundRequest.objects.filter(status=RefundRequest.Status.REQUESTED)
+            .select_related("parcel__owner", "office", "requested_by").order_by("requested_at", "id"))
+
+
+def refund_requests_decided() -> QuerySet[RefundRequest]:
+    """Issue 19: decided refund requests, the latest first, with the refund an approval posted."""
+    return (RefundRequest.objects.exclude(status=RefundRequest.Status.REQUESTED)
+            .select_related("parcel", "office", "requested_by", "decided_by", "refund").order_by("-decided_at", "-id"))

@@ -342,6 +342,10 @@ class BillSnapshot:
     office: BillOffice | None = None
     corrections: tuple[int, ...] = ()  # ¶9: the numbers of the roll corrections in om_charge … second_installment
     later_due: Decimal | None = None
+    # Issue 19, ¶13: the charge's RF payment reference (billing.references) and the bank details a
+    # transfer goes to ({bank, account, routing}); bills frozen before them have neither.
+    payment_reference: str = ""
+    transfer: dict[str, str] | None = None
 
     @property
     def late(self) -> bool:
@@ -357,6 +361,7 @@ class BillSnapshot:
         return {
             "corrections": list(self.corrections),
             **({"later_due": str(self.later_due)} if self.later_due is not None else {}),
+            **({"payment_reference": self.payment_reference, "transfer": self.transfer} if self.payment_reference else {}),
             "amount_to_pay": _str(self.amount_to_pay),
             "pay_by": _iso(self.pay_by),
             "owed": [line.to_json() for line in self.owed],
@@ -418,6 +423,7 @@ class BillSnapshot:
             office=BillOffice.from_json(snap["office"]) if snap.get("office") else None,
             corrections=tuple(snap.get("corrections", ())),
             later_due=_dec(snap.get("later_due")),
+            payment_reference=snap.get("payment_reference", ""), transfer=snap.get("transfer"),
         )
 
 

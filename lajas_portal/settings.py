@@ -358,6 +358,13 @@ if any(days <= 0 for days in REMINDER_DAYS_BEFORE):
 # and issued from this many days before its due date, not earlier.
 BILL_OFFER_DAYS = envint("BILL_OFFER_DAYS", "45")
 
+# Payment by bank transfer (issue 19, ¶13): the collecting bank's account that bills and the portal
+# name, with the charge's RF reference to write in the transfer's memo. Demo defaults; set the
+# Secretary's designated account in production before bills are issued (a bill freezes them).
+PAYMENT_TRANSFER_BANK = env("PAYMENT_TRANSFER_BANK", "Banco Popular de Puerto Rico")
+PAYMENT_TRANSFER_ACCOUNT = env("PAYMENT_TRANSFER_ACCOUNT", "000-123456-7")
+PAYMENT_TRANSFER_ROUTING = env("PAYMENT_TRANSFER_ROUTING", "021502011")
+
 # Demo data (seed_demo) is for development only.
 DEMO_DATA_ALLOWED = DEBUG or envbool("DEMO_DATA_ALLOWED")
 

@@ -24,7 +24,7 @@ from django.utils import timezone
 
 from billing import bulk
 from billing.management.commands import backup
-from billing.models import BooksCheck, Charge, Office
+from billing.models import BooksCheck, Charge, Office, RefundRequest
 from billing.services import bills, books_checks, counter, reminders
 from parcels.database import RoleError, app_role_grant
 from parcels.models import AccessEvent, Parcel
@@ -61,6 +61,8 @@ GUARDED = {
     "billing_billbatchpart",
     # billing: the e-mail reminders' claims and their attempts (issue 19)
     "billing_remindersend", "billing_reminderattempt",
+    # billing: refund requests, decided once by a second supervisor (issue 19)
+    "billing_refundrequest",
     # parcels: the registry's change history, the access log, second-factor resets
     "parcels_ownerevent", "parcels_parcelevent", "parcels_ownershiptransferevent", "parcels_accessevent",
     "parcels_secondfactorreset", "parcels_secondfactorresetevent", "parcels_staffprofileevent",
@@ -114,6 +116,9 @@ def full_books(district_1, staff):
     access_event_record(acting_user=staff["collector"], kind=AccessEvent.Kind.LOGIN)
     second_factor_reset(acting_user=get_user_model().objects.create_superuser("it_admin", "it@example.pr", "x"), user=staff["hacienda"],
                         reason="Teléfono perdido")
+    # issue 19: a refund request awaiting a second supervisor (by hand: the books' credit is refunded already)
+    RefundRequest.objects.create(parcel=Parcel.objects.get(parcel_id="P5"), amount=Decimal("1.00"), reason="Pagó de más",
+                                 method="cash", office=Office.objects.get(code="LAJ"), requested_by=staff["supervisor"])
 
 
 @pytest.mark.django_db

@@ -37,6 +37,7 @@ from ..accounts import (
 )
 from ..errors import BillingError
 from ..models import Bill, BillBatch, Charge, DocumentSeries, IssuedDocument, Office, charge_names
+from ..references import transfer_details
 from ..snapshots import BillOffice, BillOwedLine, BillSnapshot
 from ..wording import long_date, surcharge_groups
 from .numbering import numbers_allocate
@@ -151,12 +152,15 @@ def bill_snapshot(*, charge: Charge, issued_on: date, facts: AccountFacts | None
     ``first_due``/``second_due`` are the installments' actual due dates (a late roll's differ
     from July 1 and January 1); ``dues`` is ``installment_dues`` of the roll, when known.
     ``amount_to_pay``/``pay_by``/``owed`` are the one amount the bill asks for, until when, and
-    its breakdown (``rules.amount_to_pay``); ``office`` the Collector's office it names."""
+    its breakdown (``rules.amount_to_pay``); ``office`` the Collector's office it names.
+    ``payment_reference``/``transfer``: the charge's RF reference and the bank account a transfer
+    goes to (issue 19, ¶13)."""
     parcel = charge.parcel
     line = charge.roll_line
     facts = facts or account_facts(charge=charge, parcel=parcel, issued_on=issued_on)
     dues = dues if dues is not None else installment_dues(line.levy_id)
     state = facts.state
+    transfer = transfer_details(charge.pk)
     corrected = line_as_corrected(line)  # ¶9: the year's levy and credit with the corrections so far
     return BillSnapshot(
         parcel_id=parcel.parcel_id, owner_name=parcel.owner.name, owner_key=parcel.owner.owner_key,
@@ -175,6 +179,8 @@ def bill_snapshot(*, charge: Charge, issued_on: date, facts: AccountFacts | None
         amount_to_pay=facts.to_pay.amount if facts.to_pay else None, pay_by=facts.to_pay.valid_through if facts.to_pay else None,
         owed=facts.owed, mailing_block=parcel.owner.mailing_block(), language=parcel.owner.preferred_language,
         office=office, later_due=facts.to_pay.later_due if facts.to_pay else None,
+        # issue 19, ¶13: how to pay by bank transfer, frozen with the bill
+        payment_reference=transfer.reference, transfer=transfer.to_json(),
     ).to_json()
 
 

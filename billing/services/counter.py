@@ -31,6 +31,7 @@ from ..models import (
     Receipt,
     ReceiptSeries,
     Refund,
+    RefundRequest,
     SeizureCase,
     charge_names,
 )
@@ -390,49 +391,94 @@ def day_close(*, acting_user: Any, office: Office, day: date, counted_cash: Deci
     return close
 
 
-def refund_check(*, acting_user: Any, parcel: Parcel, amount: Decimal, reason: str, method: str, check_number: str = "",
-                 on: date, office_code: str | None = None) -> tuple[Office, Decimal]:
-    """What ``refund_issue`` refuses, read before anything is written (its review page asks the
-    same): returns the office whose day report lists the refund and the account's credit."""
+def refund_held(*, parcel: Parcel, except_request: int | None = None) -> Decimal:
+    """Issue 19: the credit held by the parcel's refund requests still awaiting a second supervisor
+    (all of them, or all but ``except_request``, the one being approved)."""
+    pending = RefundRequest.objects.filter(parcel=parcel, status=RefundRequest.Status.REQUESTED)
+    if except_request is not None:
+        pending = pending.exclude(pk=except_request)
+    return sum((row.amount.amount for row in pending), ZERO)
+
+
+def _refund_way_check(*, method: str, check_number: str, transfer_reference: str) -> None:
+    """How the money went back: a check names its number, a transfer its reference, cash neither."""
+    if method not in Refund.Method.values:
+        raise BillingError(_("Indique cómo se devuelve el dinero: efectivo de la caja, cheque o transferencia."))
+    if method == Refund.Method.CHECK and not check_number.strip():
+        raise BillingError(_("Indique el número del cheque del reembolso."))
+    if method == Refund.Method.TRANSFER and not transfer_reference.strip():
+        raise BillingError(_("Indique la referencia de la transferencia del reembolso."))
+    if method == Refund.Method.CASH and check_number.strip():
+        raise BillingError(_("Un reembolso en efectivo no lleva número de cheque."))
+    if method == Refund.Method.TRANSFER and check_number.strip():
+        raise BillingError(_("Un reembolso por transferencia no lleva número de cheque."))
+    if method != Refund.Method.TRANSFER and transfer_reference.strip():
+        raise BillingError(_("Solo un reembolso por transferencia lleva referencia de transferencia."))
+
+
+def refund_request_check(*, acting_user: Any, parcel: Parcel, amount: Decimal, reason: str, method: str, on: date,
+                         office_code: str | None = None, except_request: int | None = None) -> tuple[Office, Decimal]:
+    """What a refund request (and its approval) refuses, read before anything is written: returns
+    the office whose day report will list the refund and the credit available to it, the account's
+    credit less what pending requests hold (issue 19)."""
     if not has_role(acting_user, SUPERVISOR):
         raise BillingError(_("Solo un supervisor reembolsa créditos."))
     if not reason.strip():
         raise BillingError(_("Un reembolso requiere una razón."))
     if method not in Refund.Method.values:
-        raise BillingError(_("Indique cómo se devuelve el dinero: efectivo de la caja o cheque."))
-    if method == Refund.Method.CHECK and not check_number.strip():
-        raise BillingError(_("Indique el número del cheque del reembolso."))
-    if method == Refund.Method.CASH and check_number.strip():
-        raise BillingError(_("Un reembolso en efectivo no lleva número de cheque."))
+        raise BillingError(_("Indique cómo se devuelve el dinero: efectivo de la caja, cheque o transferencia."))
     office = office_for(acting_user, office_code)
     if method == Refund.Method.CASH and DayClose.objects.filter(office=office, day=on).exists():
         raise BillingError(_("El día %(d)s de la colecturía %(o)s ya está cerrado: no sale efectivo de su caja, que ya se "
                              "contó. Reembolse con un cheque o el próximo día laborable.") % {"d": on.strftime("%d/%m/%Y"), "o": office.code})
     amount = parse_amount(amount)
     credit = account_state(parcel=parcel, as_of=on, known_by=None).state.credit_balance
-    if amount > credit:
+    held = refund_held(parcel=parcel, except_request=except_request)
+    available = max(credit - held, ZERO)
+    if amount > available:
+        if held:
+            raise BillingError(_("El crédito de la cuenta es %(c)s, de los que %(h)s esperan la aprobación de otro reembolso; "
+                                 "no se puede reembolsar %(a)s.") % {"c": f"${credit:,.2f}", "h": f"${held:,.2f}", "a": f"${amount:,.2f}"})
         raise BillingError(_("El crédito de la cuenta es %(c)s; no se puede reembolsar %(a)s.") % {"c": f"${credit:,.2f}", "a": f"${amount:,.2f}"})
-    return office, credit
+    return office, available
+
+
+def refund_check(*, acting_user: Any, parcel: Parcel, amount: Decimal, reason: str, method: str, check_number: str = "",
+                 transfer_reference: str = "", on: date, office_code: str | None = None,
+                 except_request: int | None = None) -> tuple[Office, Decimal]:
+    """What ``refund_issue`` refuses, read before anything is written: ``refund_request_check``
+    and how the money went back (a check's number, a transfer's reference)."""
+    _refund_way_check(method=method, check_number=check_number, transfer_reference=transfer_reference)
+    return refund_request_check(acting_user=acting_user, parcel=parcel, amount=amount, reason=reason, method=method, on=on,
+                                office_code=office_code, except_request=except_request)
 
 
 @transaction.atomic
 def refund_issue(*, acting_user: Any, parcel: Parcel, amount: Decimal, reason: str, refunded_on: date | None = None,
-                 method: str = Refund.Method.CASH, check_number: str = "", office_code: str | None = None) -> Refund:
+                 method: str = Refund.Method.CASH, check_number: str = "", transfer_reference: str = "",
+                 office_code: str | None = None, except_request: int | None = None) -> Refund:
     """A supervisor pays back money beyond every issued charge (the account's credit). It enters
     the account as a charge the credit settles, so the replay keeps every cent accounted for.
 
     Issue 18: numbered ``RE-<year>-<n>``; ``method`` says how the money went back (cash from the
     drawer of the supervisor's office, which that day's report subtracts from the expected cash,
-    or a check, ``check_number``); listed on the office's day report; no cash out of a closed day's drawer."""
+    or a check, ``check_number``); listed on the office's day report; no cash out of a closed day's drawer.
+
+    Issue 19: pages and commands no longer call this: they ask with ``refund_request`` and a second
+    supervisor's ``refund_approve`` posts the refund through it (``except_request``: the request
+    being approved, whose own hold is not counted against it). A refund may go by bank transfer
+    (``transfer_reference``)."""
     amount = parse_amount(amount)
     on = refunded_on or timezone.localdate()
     check_number = check_number.strip()
+    transfer_reference = transfer_reference.strip()
     parcel = Parcel.objects.select_for_update().get(pk=parcel.pk)
     office, _credit = refund_check(acting_user=acting_user, parcel=parcel, amount=amount, reason=reason, method=method,
-                                   check_number=check_number, on=on, office_code=office_code)
+                                   check_number=check_number, transfer_reference=transfer_reference, on=on,
+                                   office_code=office_code, except_request=except_request)
     refund = Refund.objects.create(parcel=parcel, amount=amount, refunded_on=on, reason=reason.strip(), refunded_by=acting_user,
                                    number=document_number("refund", "RE", on), method=method, check_number=check_number,
-                                   office=office)
+                                   transfer_reference=transfer_reference, office=office)
     charge = Charge.objects.create(
         parcel=parcel, kind=Charge.Kind.REFUND, fiscal_year=fiscal_year_for(on), description=gettext_noop("Reembolso de crédito"),
         principal=amount, due_date=on, last_day_to_pay=on, accrues_surcharge=False, created_by=acting_user,
@@ -441,3 +487,83 @@ def refund_issue(*, acting_user: Any, parcel: Parcel, amount: Decimal, reason: s
                                charge=charge, description=reason.strip()[:200], created_by=acting_user)
     chain.link(chain.REFUND, refund.pk)
     return refund
+
+
+# --- Refunds with two people (issue 19) -------------------------------------------------------
+
+
+@transaction.atomic
+def refund_request(*, acting_user: Any, parcel: Parcel, amount: Decimal, reason: str, method: str = Refund.Method.CASH,
+                   office_code: str | None = None, on: date | None = None) -> RefundRequest:
+    """Issue 19: a supervisor asks to pay back the account's credit; nothing is paid until a
+    different supervisor approves (``refund_approve``). The amount is held from then on: another
+    request sees the credit less it. ``method`` is how the money will go back (cash from the
+    office's drawer, a check or a bank transfer); the check's number or the transfer's reference
+    is given at approval, when the money goes."""
+    amount = parse_amount(amount)
+    on = on or timezone.localdate()
+    parcel = Parcel.objects.select_for_update().get(pk=parcel.pk)  # holds of one parcel are read and written in turn
+    office, _available = refund_request_check(acting_user=acting_user, parcel=parcel, amount=amount, reason=reason,
+                                              method=method, on=on, office_code=office_code)
+    request = RefundRequest(parcel=parcel, amount=amount, reason=reason.strip(), method=method, office=office,
+                            requested_by=acting_user)
+    request.full_clean()
+    request.save()
+    return request
+
+
+def _pending(request: RefundRequest | int) -> RefundRequest:
+    pk = request if isinstance(request, int) else request.pk
+    found = (RefundRequest.objects.select_for_update(of=("self",)).select_related("parcel", "office", "requested_by")
+             .filter(pk=pk).first())
+    if found is None:
+        raise BillingError(_("No existe la solicitud de reembolso %(n)s.") % {"n": pk})
+    if found.status != RefundRequest.Status.REQUESTED:
+        raise BillingError(_("La solicitud de reembolso %(n)s ya se decidió: %(s)s.") % {"n": pk, "s": found.get_status_display()})
+    return found
+
+
+def _decider_check(acting_user: Any, request: RefundRequest) -> None:
+    if not has_role(acting_user, SUPERVISOR):
+        raise BillingError(_("Solo un supervisor aprueba o rechaza un reembolso."))
+    if acting_user.pk == request.requested_by_id:
+        raise BillingError(_("Usted pidió este reembolso: lo aprueba o rechaza otro supervisor."))
+
+
+@transaction.atomic
+def refund_approve(*, acting_user: Any, request: RefundRequest | int, check_number: str = "", transfer_reference: str = "",
+                   refunded_on: date | None = None) -> Refund:
+    """Issue 19: a second supervisor approves a pending request, saying how the money went (the
+    check's number, the transfer's reference; cash needs neither), which posts the refund
+    through ``refund_issue`` (its number, ledger entry, chain link and day report, as before),
+    on ``refunded_on`` (today) at the request's office. The supervisor who asked is refused."""
+    request = _pending(request)
+    _decider_check(acting_user, request)
+    refund = refund_issue(acting_user=acting_user, parcel=request.parcel, amount=request.amount.amount, reason=request.reason,
+                          refunded_on=refunded_on, method=request.method, check_number=check_number,
+                          transfer_reference=transfer_reference, office_code=request.office.code, except_request=request.pk)
+    request.status = RefundRequest.Status.APPROVED
+    request.decided_by = acting_user
+    request.decided_at = timezone.now()
+    request.refund = refund
+    request.full_clean()
+    request.save(update_fields=["status", "decided_by", "decided_at", "refund"])
+    return refund
+
+
+@transaction.atomic
+def refund_reject(*, acting_user: Any, request: RefundRequest | int, reason: str) -> RefundRequest:
+    """Issue 19: a second supervisor rejects a pending request with a reason; nothing is paid and
+    the amount it held is free again. The supervisor who asked is refused (he may not undo his
+    own request either: it stays on the record, decided by someone else)."""
+    request = _pending(request)
+    _decider_check(acting_user, request)
+    if not reason.strip():
+        raise BillingError(_("Diga por qué se rechaza el reembolso."))
+    request.status = RefundRequest.Status.REJECTED
+    request.decided_by = acting_user
+    request.decided_at = timezone.now()
+    request.decision_reason = reason.strip()[:200]
+    request.full_clean()
+    request.save(update_fields=["status", "decided_by", "decided_at", "decision_reason"])
+    return request

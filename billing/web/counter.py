@@ -132,23 +132,25 @@ class DayCloseForm(forms.Form):
 
 
 class RefundForm(forms.Form):
-    """Issue 18: the refund, and how the money goes back (cash from the drawer, or a check and its number)."""
+    """Issue 18, 19: the refund a supervisor asks for, and how the money will go back (cash from the
+    drawer, a check or a bank transfer); the check's number or the transfer's reference is given
+    by the second supervisor who approves it."""
 
     amount = AmountField(label=gettext_lazy("Cantidad a reembolsar"), min_value=Decimal("0.01"))
     method = forms.ChoiceField(label=gettext_lazy("Cómo se devuelve el dinero"), choices=Refund.Method.choices,
                                widget=forms.RadioSelect)
-    check_number = forms.CharField(label=gettext_lazy("Número del cheque"), max_length=40, required=False,
-                                   help_text=gettext_lazy("Solo si se devuelve con un cheque."))
     reason = forms.CharField(label=gettext_lazy("Razón"), max_length=200,
                              help_text=gettext_lazy("Por ejemplo: pagó dos veces el mismo plazo."))
 
-    def clean(self) -> dict[str, Any]:
-        data = super().clean()
-        if data.get("method") == Refund.Method.CHECK and not data.get("check_number", "").strip():
-            self.add_error("check_number", gettext_lazy("Indique el número del cheque."))
-        if data.get("method") != Refund.Method.CHECK:
-            data["check_number"] = ""  # a number left in the box is not part of a cash refund
-        return data
+
+class RefundDecisionForm(forms.Form):
+    """Issue 19: a second supervisor approves (with the check's number or the transfer's reference)
+    or rejects (with a reason) a pending refund request."""
+
+    action = forms.ChoiceField(choices=[("approve", "approve"), ("reject", "reject")])
+    check_number = forms.CharField(label=gettext_lazy("Número del cheque"), max_length=40, required=False)
+    transfer_reference = forms.CharField(label=gettext_lazy("Referencia de la transferencia"), max_length=40, required=False)
+    reason = forms.CharField(label=gettext_lazy("Razón del rechazo"), max_length=200, required=False)
 
 
 COUNTER_ROLES = (COLLECTOR, SUPERVISOR)
@@ -389,6 +391,7 @@ def statement(request: HttpRequest, pk: int) -> HttpResponse:
     form = StatementDateForm(request.GET or None, initial={"as_of": today})
     as_of = (form.cleaned_data.get("as_of") if form.is_bound and form.is_valid() else None) or today
     shown = accounts.statement(parcel=parcel, as_of=as_of)
+    held = counter_services.refund_held(parcel=parcel) if has_role(request.user, SUPERVISOR) else Decimal("0.00")
     return render(request, "billing/statement.html", {
         "parcel": parcel, "statement": shown, "form": form, "today": today,
         **_seizure_context(parcel=parcel, today=today, owed_today=shown.total_due if as_of == today else None),
@@ -405,6 +408,8 @@ def statement(request: HttpRequest, pk: int) -> HttpResponse:
         # issue 19: the e-mail reminders sent (or failed) to the owner, for staff only
         "reminders": selectors.parcel_reminder_log(parcel=parcel)
         if has_role(request.user, HACIENDA, COLLECTOR, SUPERVISOR, AUDITOR) else None,
+        # issue 19: the credit pending refund requests hold (a supervisor's refund form offers the rest)
+        "refund_held": held, "refund_available": shown.credit_balance - held,
     })
 
 
@@ -558,57 +563,102 @@ REFUND_ACT = "billing.refund"
 
 
 def refund_figures(*, parcel: Parcel, data: dict[str, Any], on: date, office: Office, credit: Decimal) -> tuple[Any, ...]:
-    """What refunding records, as its review page shows it (the confirmation carries its fingerprint)."""
-    return (parcel.pk, data["amount"], data["method"], data["check_number"].strip(), data["reason"].strip(), on, office.code,
-            credit)
+    """What requesting a refund records, as its review page shows it (the confirmation carries its
+    fingerprint); ``credit`` is the credit available to it (less what pending requests hold)."""
+    return (parcel.pk, data["amount"], data["method"], data["reason"].strip(), on, office.code, credit)
 
 
 @require_POST
 @role_required(SUPERVISOR)
 def refund(request: HttpRequest, pk: int) -> HttpResponse:
-    """A supervisor refunds the account's credit (money beyond every issued charge). The
-    statement's form leads to a review page (amount, credit before and after, how the
-    money goes back, the day report it enters); the refund is recorded only from that page's POST
-    with the figures still current (issue 18). A form with errors, a refusal or "No, corregir"
-    shows the form again with what was typed."""
+    """A supervisor asks to refund the account's credit (money beyond every issued charge). The
+    statement's form leads to a review page (amount, credit available before and after, how the
+    money goes back, the office); the request is recorded only from that page's POST with the
+    figures still current (issue 18), and waits for a different supervisor's approval (issue 19,
+    ``refund_requests``). A form with errors, a refusal or "No, corregir" shows the form again."""
     parcel = get_object_or_404(Parcel.objects.select_related("owner"), pk=pk)
     today = timezone.localdate()
     credit = accounts.statement(parcel=parcel, as_of=today).credit_balance
+    held = counter_services.refund_held(parcel=parcel)
     form = RefundForm(request.POST)
     if request.POST.get("action") != "revise" and form.is_valid():
         data = form.cleaned_data
         try:
-            office, credit = counter_services.refund_check(
+            office, available = counter_services.refund_request_check(
                 acting_user=request.user, parcel=parcel, amount=data["amount"], reason=data["reason"], method=data["method"],
-                check_number=data["check_number"], on=today)
-            figures = refund_figures(parcel=parcel, data=data, on=today, office=office, credit=credit)
+                on=today)
+            figures = refund_figures(parcel=parcel, data=data, on=today, office=office, credit=available)
             sent = review.was_sent(request.POST)
             changed = sent and not review.reviewed(request.POST, REFUND_ACT, figures)
             if changed or not sent:
                 return render(request, "billing/refund_review.html", {
-                    "parcel": parcel, "data": data, "on": today, "office": office, "credit": credit,
-                    "credit_after": credit - data["amount"], "changed": changed,
+                    "parcel": parcel, "data": data, "on": today, "office": office, "credit": available,
+                    "credit_after": available - data["amount"], "changed": changed, "held": held,
                     "fingerprint": review.fingerprint(REFUND_ACT, figures), "review_field": review.FIELD,
                 }, status=409 if changed else 200)
-            found = counter_services.refund_issue(
+            found = counter_services.refund_request(
                 acting_user=request.user, parcel=parcel, amount=data["amount"], reason=data["reason"], method=data["method"],
-                check_number=data["check_number"], refunded_on=today)
+                on=today)
         except BillingError as exc:
             form.add_error(None, str(exc))
         else:
-            values = {"n": found.number, "a": f"${found.amount.amount:,.2f}", "c": found.check_number,
-                      "o": office.name, "d": found.refunded_on.strftime("%d/%m/%Y")}
-            if found.method == Refund.Method.CHECK:
-                text = _("Reembolso %(n)s registrado: %(a)s con el cheque núm. %(c)s. Sale en el cuadre del día %(d)s de %(o)s.")
-            else:
-                text = _("Reembolso %(n)s registrado: %(a)s en efectivo de la caja. Entregue el dinero; el cuadre del día %(d)s "
-                         "de %(o)s lo resta del efectivo esperado.")
-            messages.success(request, text % values)
+            messages.success(request, _("Solicitud de reembolso n.º %(n)s registrada: %(a)s (%(m)s). Espera la aprobación de "
+                                        "otro supervisor; hasta entonces esa cantidad queda reservada.") % {
+                "n": found.pk, "a": f"${found.amount.amount:,.2f}", "m": found.get_method_display()})
             return redirect("billing:statement", pk=parcel.pk)
     if request.POST.get("action") == "revise":  # "Corregir": back to the form with what was typed, cursor on the amount
-        form = RefundForm(initial={name: request.POST.get(name, "") for name in ("amount", "method", "check_number", "reason")})
+        form = RefundForm(initial={name: request.POST.get(name, "") for name in ("amount", "method", "reason")})
         form.fields["amount"].widget.attrs["autofocus"] = True
-    return render(request, "billing/refund.html", {"parcel": parcel, "form": form, "credit": credit, "today": today})
+    return render(request, "billing/refund.html", {"parcel": parcel, "form": form, "credit": credit - held, "held": held,
+                                                   "today": today})
+
+
+@role_required(SUPERVISOR)
+def refund_requests(request: HttpRequest) -> HttpResponse:
+    """Issue 19: the refund requests awaiting a second supervisor, each with its approve and reject
+    forms (the ones this supervisor asked for say another must decide), and the latest decided."""
+    pending = selectors.refund_requests_pending()
+    decided = selectors.refund_requests_decided()[:20]
+    return render(request, "billing/refund_requests.html", {"pending": pending, "decided": decided})
+
+
+@require_POST
+@role_required(SUPERVISOR)
+def refund_decide(request: HttpRequest, pk: int) -> HttpResponse:
+    """Issue 19: approve (posting the refund: its number, ledger entry and day report) or reject a
+    pending request; a refusal (the same supervisor who asked, a missing check number …) comes
+    back to the list as an error message."""
+    form = RefundDecisionForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, _("Indique si aprueba o rechaza la solicitud."))
+        return redirect("billing:refund-requests")
+    data = form.cleaned_data
+    try:
+        if data["action"] == "approve":
+            found = counter_services.refund_approve(acting_user=request.user, request=pk, check_number=data["check_number"],
+                                                    transfer_reference=data["transfer_reference"])
+        else:
+            counter_services.refund_reject(acting_user=request.user, request=pk, reason=data["reason"])
+    except BillingError as exc:
+        messages.error(request, str(exc))
+        return redirect("billing:refund-requests")
+    if data["action"] == "reject":
+        messages.success(request, _("Solicitud de reembolso n.º %(n)s rechazada: no se pagó nada.") % {"n": pk})
+        return redirect("billing:refund-requests")
+    office = found.office
+    values = {"n": found.number, "a": f"${found.amount.amount:,.2f}", "c": found.check_number, "t": found.transfer_reference,
+              "o": office.name if office else "", "d": found.refunded_on.strftime("%d/%m/%Y"), "r": pk}
+    if found.method == Refund.Method.CHECK:
+        text = _("Solicitud n.º %(r)s aprobada. Reembolso %(n)s registrado: %(a)s con el cheque núm. %(c)s. Sale en el cuadre "
+                 "del día %(d)s de %(o)s.")
+    elif found.method == Refund.Method.TRANSFER:
+        text = _("Solicitud n.º %(r)s aprobada. Reembolso %(n)s registrado: %(a)s por transferencia (referencia %(t)s). Sale "
+                 "en el cuadre del día %(d)s de %(o)s.")
+    else:
+        text = _("Solicitud n.º %(r)s aprobada. Reembolso %(n)s registrado: %(a)s en efectivo de la caja. Entregue el "
+                 "dinero; el cuadre del día %(d)s de %(o)s lo resta del efectivo esperado.")
+    messages.success(request, text % values)
+    return redirect("billing:refund-requests")
 
 
 @role_required(*READERS)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from decimal import Decimal
 
+from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
@@ -17,26 +18,39 @@ from parcels.models import Parcel
 from parcels.roles import LANDOWNER, STAFF_ROLES, has_role
 
 from ..accounts import account_states, delinquency_parameters
-from ..models import Receipt
+from ..models import Receipt, charge_names
 from ..portal import installment_bills_of
+from ..references import payment_reference, reference_display
 from ..selectors import open_seizures
 from ..services.bills import bill_office, office_snapshot
 from ..wording import rate_label
 
 
+def _open_charges(unpaid: list, charges: dict) -> list[dict]:
+    """Issue 19, ¶13: each open charge with its RF payment reference (billing.references), in
+    payment order, with its name in the reader's language (``charges``: the account's, by key)."""
+    return [{"label": charges[state.key].label, "balance": state.balance, "last_day": state.last_day,
+             "reference": reference_display(payment_reference(charges[state.key].pk))}
+            for state in unpaid if state.key in charges]
+
+
 def _landowner_rows(parcels: list[Parcel]) -> list[dict]:
     """Each of a landowner's parcels with what it owes today (¶13) and its next payment: the
-    oldest charge with a balance, by its last day to pay (¶12)."""
+    oldest charge with a balance, by its last day to pay (¶12); and each open charge with its
+    payment reference for a bank transfer (issue 19)."""
 
     today = timezone.localdate()
     states = account_states(parcels=parcels, as_of=today)
     bills = installment_bills_of(parcels, today=today)
+    # their names in a few queries for all of them, not per parcel (issue 20, query budgets)
+    charge_names([charge for account in states.values() for charge in account.charges.values()])
     rows = []
     for parcel in parcels:
         state = states[parcel.pk].state
         unpaid = sorted((c for c in state.charges if c.balance > 0), key=lambda c: (c.last_day, c.key))
         rows.append({"parcel": parcel, "owed_now": state.total_due, "next": unpaid[0] if unpaid else None,
-                     "late": bool(unpaid) and unpaid[0].last_day < today, "bills": bills[parcel.pk]})
+                     "late": bool(unpaid) and unpaid[0].last_day < today, "bills": bills[parcel.pk],
+                     "open_charges": _open_charges(unpaid, states[parcel.pk].charges)})
     return rows
 
 
@@ -79,5 +93,7 @@ def home(request: HttpRequest) -> HttpResponse:
             "rate": rate_label(params.surcharge_rate), "office": office,
             "office_address": ", ".join(office.address_block[1:]) if office else "",
             "office_hours": office.hours(lang) if office else "",
+            "transfer": {"bank": settings.PAYMENT_TRANSFER_BANK, "account": settings.PAYMENT_TRANSFER_ACCOUNT,
+                         "routing": settings.PAYMENT_TRANSFER_ROUTING},
         })
     return render(request, "parcels/home_norole.html", status=403)

@@ -23,6 +23,8 @@ counter_patterns = [
     path("cuadre/cerrar/", counter.day_close, name="day-close"),
     path("sesion/seguir/", counter.session_extend, name="session-extend"),
     path("predio/<int:pk>/reembolso/", counter.refund, name="refund"),
+    path("reembolsos/", counter.refund_requests, name="refund-requests"),
+    path("reembolsos/<int:pk>/decidir/", counter.refund_decide, name="refund-decide"),
 ]
 
 # /cobros/ (namespace ``collections``): Hacienda's and the Authority's collection pages

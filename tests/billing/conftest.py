@@ -27,6 +27,12 @@ def staff(make_user):
             "supervisor": make_user("sup", "supervisor")}
 
 
+@pytest.fixture
+def supervisor2(make_user):
+    """Issue 19: a second supervisor, who approves or rejects what ``staff["supervisor"]`` asks."""
+    return make_user("sup2", "supervisor")
+
+
 def example_1_finalize(make_parcel, owner, staff, *, finalized_on: date) -> Levy:
     """Example 1 of the worked examples: its parcels (all ``owner``'s), the 2026-2027 estimates
     certified by ``staff["authority"]``, the levy computed and the roll finalized on

@@ -1,10 +1,12 @@
 """Issue 18, points 4, 14 and 15 below the browser: refunds say how the money went back (cash
 from the drawer or a check), are numbered, go through a review page and sit on their office's
 day report, where cash refunds leave the drawer; the day close and verify_books still balance
-with both kinds. Worked example 1: P3 (50 ac, no credit) owes 9,180.00 in two halves of 4,590.00."""
+with both kinds. Issue 19: the page and the command ask for a refund; a second supervisor
+approves it (tests/billing/test_issue19_refund_requests.py has the rest). Worked example 1: P3 (50 ac, no credit) owes 9,180.00 in two halves of 4,590.00."""
 
 from __future__ import annotations
 
+import re
 from datetime import date, datetime
 from decimal import Decimal
 from zoneinfo import ZoneInfo
@@ -14,7 +16,7 @@ from django.urls import reverse
 
 from billing import books, selectors
 from billing.errors import BillingError
-from billing.models import DayClose, Office, Payment, Refund
+from billing.models import DayClose, Office, Payment, Refund, RefundRequest
 from billing.services import counter
 from parcels.models import Parcel
 from tests.clock import move_clock_to, on_day
@@ -84,7 +86,7 @@ def test_no_cash_leaves_a_closed_days_drawer_but_a_check_refund_is_recorded(p3_w
 
 @pytest.mark.django_db
 def test_a_refund_needs_its_way_and_a_check_its_number(p3_with_credit, staff):
-    for method, number, words in (("", "", "efectivo de la caja o cheque"), ("check", " ", "número del cheque"),
+    for method, number, words in (("", "", "efectivo de la caja, cheque o transferencia"), ("check", " ", "número del cheque"),
                                   ("cash", "12", "no lleva número de cheque")):
         with pytest.raises(BillingError, match=words):
             counter.refund_issue(acting_user=staff["supervisor"], parcel=p3_with_credit, amount=D("20.00"), reason="x",
@@ -92,46 +94,60 @@ def test_a_refund_needs_its_way_and_a_check_its_number(p3_with_credit, staff):
     assert not Refund.objects.exists()
 
 
+def approve_on_page(client, supervisor2, request_pk: int, **numbers: str):
+    """Issue 19: the second supervisor approves the request on the pending list's form."""
+    client.force_login(supervisor2)
+    return client.post(reverse("billing:refund-decide", args=[request_pk]), {"action": "approve", **numbers}, follow=True)
+
+
 @pytest.mark.django_db
-def test_the_refund_page_reviews_first_then_records_and_says_the_number_and_amount(p3_with_credit, staff, client):
+def test_the_refund_page_reviews_first_then_asks_and_a_second_supervisor_records_it(p3_with_credit, staff, client, supervisor2):
     client.force_login(staff["supervisor"])
     url = reverse("billing:refund", args=[p3_with_credit.pk])
-    form = {"amount": "120.00", "method": "check", "check_number": "5521", "reason": "Pagó de más"}
+    form = {"amount": "120.00", "method": "check", "reason": "Pagó de más"}
     shown = client.post(url, form)
     page = shown.content.decode()
-    assert shown.status_code == 200 and not Refund.objects.exists()  # the review page, nothing recorded
-    assert "Revisar antes de reembolsar" in page and "Cheque núm. 5521" in page and "$120.00 / $0.00" in page
+    assert shown.status_code == 200 and not RefundRequest.objects.exists()  # the review page, nothing recorded
+    assert "Revisar la solicitud de reembolso" in page and "otro supervisor aprueba" in page and "$120.00 / $0.00" in page
     done = client.post(url, {**form, "reviewed": fingerprint_in(shown)}, follow=True)
+    request = RefundRequest.objects.get()
+    assert (request.status, request.method, request.amount.amount) == ("requested", "check", D("120.00"))
+    assert f"Solicitud de reembolso n.º {request.pk} registrada: $120.00 (Cheque)" in done.content.decode()
+    assert not Refund.objects.exists()  # nothing paid until another supervisor approves
+    approved = approve_on_page(client, supervisor2, request.pk, check_number="5521").content.decode()
     refund = Refund.objects.get()
-    assert (refund.method, refund.check_number, refund.amount.amount) == ("check", "5521", D("120.00"))
-    assert "Reembolso RE-2026-000001 registrado: $120.00 con el cheque núm. 5521" in done.content.decode()
+    assert (refund.method, refund.check_number, refund.amount.amount, refund.refunded_by) == ("check", "5521", D("120.00"),
+                                                                                              supervisor2)
+    assert "Reembolso RE-2026-000001 registrado: $120.00 con el cheque núm. 5521" in approved
 
 
 @pytest.mark.django_db
 def test_a_review_of_figures_that_changed_records_nothing(p3_with_credit, staff, client):
     client.force_login(staff["supervisor"])
     url = reverse("billing:refund", args=[p3_with_credit.pk])
-    form = {"amount": "20.00", "method": "cash", "check_number": "", "reason": "Pagó de más"}
+    form = {"amount": "20.00", "method": "cash", "reason": "Pagó de más"}
     reviewed = fingerprint_in(client.post(url, form))
     counter.refund_issue(acting_user=staff["supervisor"], parcel=p3_with_credit, amount=D("10.00"), reason="otro", method="cash")
     again = client.post(url, {**form, "reviewed": reviewed})
-    assert again.status_code == 409 and Refund.objects.count() == 1  # the credit changed: reviewed again, not recorded
+    assert again.status_code == 409 and not RefundRequest.objects.exists()  # the credit changed: reviewed again, not asked
 
 
 @pytest.mark.django_db
-def test_a_check_refund_without_its_number_stays_on_the_form(p3_with_credit, staff, client):
+def test_a_request_above_the_credit_stays_on_the_form(p3_with_credit, staff, client):
     client.force_login(staff["supervisor"])
     response = client.post(reverse("billing:refund", args=[p3_with_credit.pk]),
-                           {"amount": "20.00", "method": "check", "check_number": "", "reason": "x"})
-    assert response.status_code == 200 and "Indique el número del cheque." in response.content.decode()
-    assert not Refund.objects.exists()
+                           {"amount": "120.01", "method": "check", "reason": "x"})
+    assert response.status_code == 200 and "El crédito de la cuenta es $120.00; no se puede reembolsar $120.01." in \
+        response.content.decode()
+    assert not RefundRequest.objects.exists()
 
 
 @pytest.mark.django_db
-def test_post_reviewed_cash_refund_is_on_the_day_report_page(p3_with_credit, staff, client):
+def test_post_reviewed_cash_refund_is_on_the_day_report_page(p3_with_credit, staff, client, supervisor2):
     client.force_login(staff["supervisor"])
     post_reviewed(client, reverse("billing:refund", args=[p3_with_credit.pk]),
-                  {"amount": "50.00", "method": "cash", "check_number": "", "reason": "Pagó de más"})
+                  {"amount": "50.00", "method": "cash", "reason": "Pagó de más"})
+    approve_on_page(client, supervisor2, RefundRequest.objects.get().pk)
     page = client.get(reverse("billing:day-report"), {"day": "15/07/2026", "office": "LAJ", "counted_cash": "9250.00",
                                                       "counted_checks": "0"}).content.decode()
     assert "RE-2026-000001" in page and "Efectivo de la caja" in page
@@ -166,27 +182,41 @@ def test_no_correct_it_brings_back_the_form_with_what_was_typed_and_the_pages_ar
 
     client.force_login(staff["supervisor"])
     url = reverse("billing:refund", args=[p3_with_credit.pk])
-    form = {"amount": "20.00", "method": "check", "check_number": "77", "reason": "Pagó de más"}
+    form = {"amount": "20.00", "method": "transfer", "reason": "Pagó de más"}
     review_page = client.post(url, form)
     back = client.post(url, {**form, "reviewed": fingerprint_in(review_page), "action": "revise"})
     html = back.content.decode()
-    assert back.status_code == 200 and not Refund.objects.exists()
-    assert 'value="77"' in html and 'value="Pagó de más"' in html and "autofocus" in html
+    assert back.status_code == 200 and not RefundRequest.objects.exists()
+    assert re.search(r'<input[^>]*value="transfer"[^>]*checked', html)  # the way chosen is still chosen
+    assert 'value="20.00"' in html and 'value="Pagó de más"' in html and "autofocus" in html
     need_java()
     (tmp_path / "review.html").write_text(review_page.content.decode(), encoding="utf-8")
     (tmp_path / "form.html").write_text(html, encoding="utf-8")
     statement = client.get(reverse("billing:statement", args=[p3_with_credit.pk])).content.decode()
-    assert 'name="method" value="check"' in statement  # the statement's refund form asks the way
+    assert 'name="method" value="transfer"' in statement  # the statement's refund form asks the way
+    assert "lo aprueba otro supervisor" in statement  # and says it is a request
     (tmp_path / "statement.html").write_text(statement, encoding="utf-8")
+    # issue 19: the pending requests page, with a request of each way
+    for method in ("cash", "check", "transfer"):
+        counter.refund_request(acting_user=staff["supervisor"], parcel=p3_with_credit, amount=D("10.00"), reason="x", method=method)
+    pending = client.get(reverse("billing:refund-requests")).content.decode()
+    assert pending.count('class="card refund-request"') == 3
+    (tmp_path / "pending.html").write_text(pending, encoding="utf-8")
     assert nu_errors(tmp_path) == []
 
 
 @pytest.mark.django_db
-def test_the_commands_say_the_refunds_number_and_way_and_what_a_closure_gave_back(p3_with_credit, staff):
+def test_the_commands_say_the_refunds_number_and_way_and_what_a_closure_gave_back(p3_with_credit, staff, supervisor2):
     from tests.commands import run_command
 
     code, out, err = run_command("billing", "refund", "--parcel", "P3", "--amount", "20.00", "--user", staff["supervisor"].username,
-                                 "--method", "check", "--check-number", "314")
+                                 "--method", "check")
+    assert code == 0, err
+    request = RefundRequest.objects.get()
+    assert out.strip().startswith(f"refund request {request.pk}: $20.00 to P3 (check), awaiting another supervisor")
+    assert not Refund.objects.exists()
+    code, out, err = run_command("billing", "refund-approve", str(request.pk), "--user", supervisor2.username,
+                                 "--check-number", "314")
     assert code == 0, err
     assert out.strip().endswith("(check 314) RE-2026-000001")
     assert Refund.objects.get().check_number == "314"

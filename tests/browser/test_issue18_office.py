@@ -104,51 +104,72 @@ def test_the_closures_page_says_a_closure_moves_issued_last_days_and_the_message
     assert "5" in row.inner_text() and "$34.65" in row.inner_text()
 
 
-# --- 14. Refunds -----------------------------------------------------------------------------------------
+# --- 14. Refunds (issue 19: a request one supervisor makes and another approves) ----------------------
 
 REFUND = {
     "es": {"method": "Cómo se devuelve el dinero", "check": "Cheque", "cash": "Efectivo de la caja",
-           "check_number": "Número del cheque", "amount": "Cantidad a reembolsar", "reason": "Razón",
-           "review": "Revisar el reembolso…", "title": "Revisar antes de reembolsar el crédito del predio P3",
-           "record": "Registrar el reembolso", "undo": "Esto no se puede deshacer.",
+           "amount": "Cantidad a reembolsar", "reason": "Razón", "two": "lo aprueba otro supervisor",
+           "review": "Revisar la solicitud…", "title": "Revisar la solicitud de reembolso del predio P3",
+           "record": "Pedir el reembolso", "request": "Esto crea una solicitud que otro supervisor aprueba.",
+           "asked": "Espera la aprobación de otro supervisor",
+           "own": "Usted pidió este reembolso: lo aprueba o rechaza otro supervisor.",
+           "approve": "Aprobar y reembolsar", "check_number": "Número del cheque",
            "cash_done": "Reembolso RE-2026-000001 registrado: $50.00 en efectivo de la caja.",
            "check_done": "Reembolso RE-2026-000002 registrado: $70.00 con el cheque núm. 5521.",
            "check_shown": "Cheque núm. 5521", "refunds": "Reembolsos del día",
            "drawer": "Los reembolsos en efectivo ($50.00) salieron de la caja: el efectivo esperado es $9,250.00.",
-           "calc": "Calcular", "counted": "Efectivo contado", "match": "Cuadra"},
+           "match": "Cuadra", "none": "No hay solicitudes pendientes."},
     "en": {"method": "How the money is returned", "check": "Check", "cash": "Cash from the drawer",
-           "check_number": "Check number", "amount": "Amount to refund", "reason": "Reason",
-           "review": "Review the refund…", "title": "Review before refunding the credit of parcel P3",
-           "record": "Record the refund", "undo": "This cannot be undone.",
+           "amount": "Amount to refund", "reason": "Reason", "two": "another supervisor approves it",
+           "review": "Review the request…", "title": "Review the refund request of parcel P3",
+           "record": "Request the refund", "request": "This creates a request that another supervisor approves.",
+           "asked": "It awaits another supervisor's approval",
+           "own": "You requested this refund: another supervisor approves or rejects it.",
+           "approve": "Approve and refund", "check_number": "Check number",
            "cash_done": "Refund RE-2026-000001 recorded: $50.00 in cash from the drawer.",
            "check_done": "Refund RE-2026-000002 recorded: $70.00 by check no. 5521.",
            "check_shown": "Check no. 5521", "refunds": "Refunds of the day",
            "drawer": "The cash refunds ($50.00) left the drawer: the expected cash is $9,250.00.",
-           "calc": "Calculate", "counted": "Cash counted", "match": "Balances"},
+           "match": "Balances", "none": "No pending requests."},
 }
 
 
-def _refund_on_statement(visit, words: dict[str, str], *, amount: str, check: str = "") -> None:
+def _request_on_statement(visit, words: dict[str, str], *, amount: str, check: bool = False) -> None:
     page = visit.page
     p3 = Parcel.objects.get(parcel_id="P3")
     visit.go(f"/colecturia/predio/{p3.pk}/estado/")
+    assert words["two"] in page.inner_text("#refund-two-people")
     page.get_by_label(words["amount"]).fill(amount)
     if not check:
-        page.locator("#refund-amount").scroll_into_view_if_needed()
         page.locator("#refund-reason").scroll_into_view_if_needed()
         page.screenshot(path="/tmp/issue18-office-statement-refund-form.png")
-    if check:
+    else:
         page.get_by_label(words["check"], exact=True).check()
-        page.get_by_label(words["check_number"]).fill(check)
     page.locator("#refund-reason").fill("Pagó de más")
     submit(visit, words["review"])
+    assert page.get_by_role("heading", level=1).inner_text() == words["title"]
+    assert words["request"] in page.inner_text("main")
+    submit(visit, words["record"])
+    assert words["asked"] in page.locator(".messages .alert-success").inner_text()
+
+
+def _approve_first_pending(visit, words: dict[str, str], *, check: str = "") -> None:
+    page = visit.page
+    visit.go("/colecturia/reembolsos/")
+    item = page.locator(".refund-request").first
+    if check:
+        item.get_by_label(words["check_number"]).fill(check)
+    item.get_by_role("button", name=words["approve"]).click()
+    page.wait_for_load_state()
+    visit.check()
 
 
 @pytest.mark.parametrize("lang", ["es", "en"])
-def test_a_refund_is_reviewed_says_its_number_and_way_and_is_on_the_day_report(visit, monkeypatch, lang):
-    """P3 pays $9,300.00 in cash on 15 July 2026 against $9,180.00 owed: $120.00 of credit. The
-    supervisor refunds $50.00 in cash from the drawer and $70.00 by check 5521; the day report lists
-    both and expects $9,300.00 − $50.00 = $9,250.00 in the drawer."""
+def test_a_refund_is_requested_by_one_supervisor_approved_by_another_and_is_on_the_day_report(visit, monkeypatch, lang):
+    """P3 pays $9,300.00 in cash on 15 July 2026 against $9,180.00 owed: $120.00 of credit. One
+    supervisor asks to refund $50.00 in cash and $70.00 by check; he cannot approve his own request
+    (a clear message); a second supervisor approves both, the check with its number 5521; the day
+    report lists both and expects $9,300.00 − $50.00 = $9,250.00 in the drawer (issue 18, 19)."""
     from billing.services import counter
 
     words = REFUND[lang]
@@ -156,39 +177,40 @@ def test_a_refund_is_reviewed_says_its_number_and_way_and_is_on_the_day_report(v
     move_clock_to(monkeypatch, datetime(2026, 7, 15, 10, 0, tzinfo=PR))
     collector = _user("u_collector", "collector")
     _user("u_supervisor", "supervisor")
+    user_create(username="u_supervisor2", role="supervisor", password=PASSWORD, full_name="Luis Pagán Rivera", title="Supervisor")
     p3 = Parcel.objects.get(parcel_id="P3")
     counter.payment_record(acting_user=collector, parcel=p3, amount=Decimal("9300.00"))
     visit.login("u_supervisor", PASSWORD)
     in_language(visit, lang)
     phone(visit)
     page = visit.page
-    statement_url = f"/colecturia/predio/{p3.pk}/estado/"
 
-    _refund_on_statement(visit, words, amount="50.00")
-    assert not Refund.objects.exists()  # the review page records nothing
-    heading = page.get_by_role("heading", level=1)
-    assert heading.inner_text() == words["title"]
-    on_first_screen(heading)
-    main = page.inner_text("main")
-    assert words["undo"] in main and "$50.00" in main and "$120.00 / $70.00" in main
-    assert page.inner_text("#refund-method-reviewed") == words["cash"]
-    shot(visit, f"refund-review-cash-{lang}")
-    submit(visit, words["record"])
-    assert page.url.endswith(statement_url)
-    message = page.locator(".messages .alert-success")
-    assert words["cash_done"] in message.inner_text()
-    on_first_screen(message)
+    _request_on_statement(visit, words, amount="50.00")
+    shot(visit, f"refund-requested-{lang}")
+    _request_on_statement(visit, words, amount="70.00", check=True)
+    assert not Refund.objects.exists()  # asked, not paid
+    # the same supervisor cannot approve his own request
+    _approve_first_pending(visit, words, check="")
+    assert words["own"] in page.locator(".messages .alert-error").inner_text()
+    on_first_screen(page.locator(".messages .alert-error"))
+    shot(visit, f"refund-own-refused-{lang}")
+    assert not Refund.objects.exists()
 
-    _refund_on_statement(visit, words, amount="70.00", check="5521")
-    assert page.inner_text("#refund-method-reviewed") == words["check_shown"]
-    shot(visit, f"refund-review-check-{lang}")
-    submit(visit, words["record"])
+    visit.logout()
+    visit.login("u_supervisor2", PASSWORD)  # the language chosen before signing out stays (its cookie)
+    phone(visit)
+    visit.go("/colecturia/reembolsos/")
+    shot(visit, f"refund-pending-{lang}")
+    _approve_first_pending(visit, words)
+    assert words["cash_done"] in page.locator(".messages .alert-success").inner_text()
+    _approve_first_pending(visit, words, check="5521")
     message = page.locator(".messages .alert-success")
     assert words["check_done"] in message.inner_text()
     on_first_screen(message)
+    assert words["none"] in page.inner_text("main")
     shot(visit, f"refund-done-{lang}")
-    assert [(r.number, r.method, r.check_number) for r in Refund.objects.order_by("number")] == [
-        ("RE-2026-000001", "cash", ""), ("RE-2026-000002", "check", "5521")]
+    assert [(r.number, r.method, r.check_number, r.refunded_by.username) for r in Refund.objects.order_by("number")] == [
+        ("RE-2026-000001", "cash", "", "u_supervisor2"), ("RE-2026-000002", "check", "5521", "u_supervisor2")]
 
     visit.go("/colecturia/cuadre/?day=15/07/2026&counted_cash=9250.00&counted_checks=0")
     shot(visit, f"refund-day-report-{lang}")

@@ -189,13 +189,31 @@ def reviewed_refund(w: World) -> dict[str, Any]:
 
     from billing import accounts
     from billing.models import Office
+    from billing.services.counter import refund_held
     from billing.web.counter import REFUND_ACT, refund_figures
 
-    data = {"amount": Decimal("20.00"), "method": "cash", "check_number": "", "reason": "Pagó de más"}
+    data = {"amount": Decimal("20.00"), "method": "cash", "reason": "Pagó de más"}
     parcel, on = w.parcels["A2"], timezone.localdate()
-    credit = accounts.statement(parcel=parcel, as_of=on).credit_balance
+    credit = accounts.statement(parcel=parcel, as_of=on).credit_balance - refund_held(parcel=parcel)
     figures = refund_figures(parcel=parcel, data=data, on=on, office=Office.objects.get(code="LAJ"), credit=credit)
     return {**data, "amount": "20.00", review.FIELD: review.fingerprint(REFUND_ACT, figures)}
+
+
+def pending_refund_request(w: World) -> list[dict[str, Any]]:
+    """Issue 19: a refund request of A2's credit asked by a second supervisor (made once, before
+    the crawl's fingerprint), which the world's supervisor may approve."""
+    from decimal import Decimal
+
+    from billing.models import RefundRequest
+    from billing.services.counter import refund_request
+    from tests.factories import UserFactory
+
+    found = RefundRequest.objects.filter(parcel=w.parcels["A2"], status="requested").first()
+    if found is None:
+        asker = UserFactory(username="sec_supervisor2", role="supervisor")
+        found = refund_request(acting_user=asker, parcel=w.parcels["A2"], amount=Decimal("5.00"), reason="Pagó de más",
+                               method="cash", office_code="LAJ")
+    return pk(found)
 
 
 PARCEL_FORM = {"area_unit": "acre", "gravity_area": "99", "pumped_area": "0", "inclusion": "permanent",
@@ -325,6 +343,10 @@ MATRIX: dict[str, Route] = {
     "billing:session-extend": Route(get=post_only(COUNTER)),
     "billing:refund": Route(get=post_only(SUPERVISOR), targets=lambda w: pk(w.parcels["A2"]), post_roles=SUPERVISOR,
                             post_data=reviewed_refund),
+    # issue 19: the pending refund requests and the second supervisor's decision
+    "billing:refund-requests": Route(get=by_role(SUPERVISOR)),
+    "billing:refund-decide": Route(get=post_only(SUPERVISOR), targets=pending_refund_request, post_roles=SUPERVISOR,
+                                   post_data=lambda w: {"action": "approve"}),
     # --- Hacienda's collections -----------------------------------------------------------------------
     "collections:delinquent": Route(get=by_role({"hacienda", "auditor"})),
     "collections:seizure": Route(get=by_role(HACIENDA), targets=lambda w: pk(w.parcels["F1"]) + pk(w.parcels["B1"]),
@@ -412,7 +434,7 @@ def test_the_matrix_follows_the_design():
         "login", "logout", "password_reset", "password_reset_done", "password_reset_confirm", "password_reset_complete",
         "set_language", "portal:claim", "portal:activate", "verify:document", "verify:public-key",
         "parcels:import-confirm", "levy:estimate-certify", "levy:compute", "levy:finalize", "billing:void",
-        "billing:day-close", "billing:refund", "billing:session-extend",  # POST only: a GET is 405 before anything else
+        "billing:day-close", "billing:refund", "billing:refund-decide", "billing:session-extend",  # POST only: a GET is 405 before anything else
         "portal:installment-bill", "portal:statement-pdf", "owed:lookup",
     }
     landowner_pages = {name for name, route in MATRIX.items()

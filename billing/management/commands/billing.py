@@ -91,15 +91,15 @@ class Command(BaseCommand):
         void.add_argument("--date", help="the void's date, YYYY-MM-DD (default today)")
         void.add_argument("--dry-run", action="store_true",
                           help="list every entry the void would post, with amounts, and write nothing")
-        refund = sub.add_parser("refund", help="pay back credit on the account (supervisor; not more than the credit)")
+        refund = sub.add_parser("refund", help="ask to pay back credit on the account (supervisor; not more than the credit "
+                                               "less pending requests); prints the request's id for another supervisor to approve")
         refund.add_argument("--parcel", required=True)
         refund.add_argument("--amount", required=True)
         refund.add_argument("--user", required=True)
         refund.add_argument("--reason", default="Reembolso de crédito")
         refund.add_argument("--date", help="YYYY-MM-DD (default today)")
-        refund.add_argument("--method", choices=["cash", "check"], default="cash",
-                            help="cash from the office's drawer (its day report subtracts it) or a check")
-        refund.add_argument("--check-number", default="", help="the check's number (with --method check)")
+        refund.add_argument("--method", choices=["cash", "check", "transfer"], default="cash",
+                            help="cash from the office's drawer (its day report subtracts it), a check or a bank transfer")
         refund.add_argument("--office", help="office code (default: the user's)")
         bank_import = sub.add_parser("payments-import", help="import a collecting bank's payment file (docs/payment-files.md; supervisor)")
         bank_import.add_argument("file")
@@ -110,6 +110,18 @@ class Command(BaseCommand):
                                 "periodic task runs)")
         remind.add_argument("--as-of", required=True, help="YYYY-MM-DD")
         remind.add_argument("--dry-run", action="store_true", help="say what would be sent; send and write nothing")
+        approve = sub.add_parser("refund-approve", help="approve a pending refund request (a supervisor other than the one who "
+                                                        "asked); posts the numbered refund")
+        approve.add_argument("id", type=int, help="the request's id, as `billing refund` printed it")
+        approve.add_argument("--user", required=True)
+        way = approve.add_mutually_exclusive_group()
+        way.add_argument("--check-number", default="", help="the check's number (a check refund)")
+        way.add_argument("--transfer-reference", default="", help="the bank transfer's reference (a transfer refund)")
+        approve.add_argument("--date", help="the refund's date, YYYY-MM-DD (default today)")
+        reject = sub.add_parser("refund-reject", help="reject a pending refund request (a supervisor other than the one who asked)")
+        reject.add_argument("id", type=int, help="the request's id")
+        reject.add_argument("--user", required=True)
+        reject.add_argument("--reason", required=True)
         closure = sub.add_parser("closure", help="record a day the offices were closed (past days allowed; ¶12)")
         closure.add_argument("--date", required=True, help="YYYY-MM-DD")
         closure.add_argument("--reason", required=True)
@@ -224,12 +236,25 @@ class Command(BaseCommand):
     def do_refund(self, options: dict) -> None:
         parcel = accounts.parcel_by_code(options["parcel"])
         on = self.date(options["date"]) if options["date"] else None
-        refund = counter.refund_issue(acting_user=self.user(options["user"]), parcel=parcel,
-                                      amount=counter.parse_amount(options["amount"]), reason=options["reason"], refunded_on=on,
-                                      method=options["method"], check_number=options["check_number"],
-                                      office_code=options["office"])
-        self.stdout.write(f"refunded ${refund.amount.amount:,.2f} to {parcel.parcel_id} on {refund.refunded_on.isoformat()}"
-                          f" ({refund.method}{' ' + refund.check_number if refund.check_number else ''}) {refund.number}")
+        request = counter.refund_request(acting_user=self.user(options["user"]), parcel=parcel,
+                                         amount=counter.parse_amount(options["amount"]), reason=options["reason"], on=on,
+                                         method=options["method"], office_code=options["office"])
+        self.stdout.write(f"refund request {request.pk}: ${request.amount.amount:,.2f} to {parcel.parcel_id} ({request.method}),"
+                          f" awaiting another supervisor: billing refund-approve {request.pk} --user U")
+
+    def do_refund_approve(self, options: dict) -> None:
+        on = self.date(options["date"]) if options["date"] else None
+        refund = counter.refund_approve(acting_user=self.user(options["user"]), request=options["id"],
+                                        check_number=options["check_number"], transfer_reference=options["transfer_reference"],
+                                        refunded_on=on)
+        how = refund.check_number or refund.transfer_reference
+        self.stdout.write(f"refund request {options['id']} approved: refunded ${refund.amount.amount:,.2f} to "
+                          f"{refund.parcel.parcel_id} on {refund.refunded_on.isoformat()} ({refund.method}{' ' + how if how else ''})"
+                          f" {refund.number}")
+
+    def do_refund_reject(self, options: dict) -> None:
+        request = counter.refund_reject(acting_user=self.user(options["user"]), request=options["id"], reason=options["reason"])
+        self.stdout.write(f"refund request {request.pk} rejected: nothing paid")
 
     def do_payments_import(self, options: dict) -> None:
         """Issue 19: one line per line of the file that is not applied, then the summary; a

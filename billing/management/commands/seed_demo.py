@@ -59,6 +59,7 @@ DEMO_USERS = [
     ("hacienda2", "hacienda"),
     ("colector", "collector"),
     ("supervisor", "supervisor"),
+    ("supervisor2", "supervisor"),  # issue 19: a refund one supervisor asks for, the other approves
     ("auditor", "auditor"),
     ("terrateniente", "landowner"),
     ("mellison", "landowner"),  # the English-language owner (documents in English)
@@ -74,6 +75,7 @@ DEMO_SIGNATURES = {
     "hacienda2": ("Héctor Nazario Bonilla", "Subdirector de Recaudaciones"),
     "colector": ("Ana Rivera Soto", "Colectora de Rentas Internas"),
     "supervisor": ("Edwin Figueroa Ramos", "Supervisor de Colecturía"),
+    "supervisor2": ("Luis Pagán Rivera", "Supervisor de Colecturía"),
     "auditor": ("Noemí Cintrón Padilla", "Auditora Interna"),
 }
 
