@@ -5,7 +5,7 @@ from django.urls import path
 
 from levy.urls import FiscalYearConverter  # noqa: F401  (registers the ``fiscal_year`` converter)
 
-from . import books, counter, hacienda, home, offices, portal, public, roll, verify
+from . import books, counter, hacienda, home, journal, offices, portal, public, roll, verify
 
 home_page = home.home
 
@@ -42,6 +42,7 @@ collections_patterns = [
     path("avisos/", hacienda.bill_batches, name="bill-batches"),
     path("avisos/<int:pk>/", hacienda.bill_batch, name="bill-batch"),
     path("avisos/<int:pk>/parte/<int:index>/", hacienda.bill_batch_part, name="bill-batch-part"),
+    path("diario/", journal.journals, name="journals"),  # issue 19: the fund journal
 ]
 
 # /portal/ (namespace ``portal``): the landowner portal
