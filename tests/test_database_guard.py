@@ -58,6 +58,8 @@ GUARDED = {
     "billing_officeevent",
     # billing: the merged bulk-printing parts, written once (issue 17 §5)
     "billing_billbatchpart",
+    # billing: the fund journal for accounting (issue 19)
+    "billing_journal", "billing_journalline",
     # parcels: the registry's change history, the access log, second-factor resets
     "parcels_ownerevent", "parcels_parcelevent", "parcels_ownershiptransferevent", "parcels_accessevent",
     "parcels_secondfactorreset", "parcels_secondfactorresetevent", "parcels_staffprofileevent",

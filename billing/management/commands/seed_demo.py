@@ -19,7 +19,9 @@ from billing.models import (
     AccountStatement,
     Bill,
     Charge,
+    DayClose,
     GiveBack,
+    Journal,
     LastDayMove,
     Office,
     OfficeClosure,
@@ -29,10 +31,11 @@ from billing.models import (
     SeizureCase,
     SeizureStep,
 )
+from billing.selectors import day_report
 from billing.services.bills import bill_get_or_issue, offered_from
 from billing.services.collection import office_closure_record, seizure_step_issue
 from billing.services.corrections import roll_correction_create
-from billing.services.counter import payment_record
+from billing.services.counter import day_close, payment_record
 from billing.services.installments import roll_finalize
 from billing.services.offices import office_update
 from billing.services.statements import statement_get_or_issue
@@ -270,6 +273,21 @@ class Command(BaseCommand):
         if bounced is not None:
             payment_void(acting_user=users["supervisor"], payment=bounced, reason=DEMO_VOID_REASON, voided_on=today)
         self.english_owner_documents(users, today)
+        self.first_days_closed(users, today)
+
+    def first_days_closed(self, users: dict, today: date) -> None:
+        """Issue 19: the supervisor closed the office's first three days of the season that took
+        payments, so the fund journal (*Diario contable*) has their collections journals beside the
+        roll's accrual. Counted as the receipts stand (no over/short)."""
+        office = Office.objects.get(code="LAJ")
+        days = list(Payment.objects.filter(office=office, paid_on__lt=min(today, date(2026, 8, 1)))
+                    .order_by("paid_on").values_list("paid_on", flat=True).distinct()[:3])
+        for day in days:
+            if DayClose.objects.filter(office=office, day=day).exists():
+                continue
+            report = day_report(office=office, day=day)
+            day_close(acting_user=users["supervisor"], office=office, day=day, counted_cash=report.expected(Payment.Method.CASH),
+                      counted_checks=report.expected(Payment.Method.CHECK))
 
     def seizure_past_its_term(self, hacienda, today: date) -> None:
         """¶14: the demo landowner's unpaid LAJ-000002: the notice 40 days ago (its 30-day term has
@@ -355,6 +373,10 @@ class Command(BaseCommand):
             f"{closure.day:%d/%m/%Y}, {LastDayMove.objects.filter(closure=closure).count():,} last days moved, "
             f"${sum(back.surcharge.amount for back in GiveBack.objects.filter(closure=closure)):,.2f} of surcharge given back, "
             f"{site}{reverse('collections:closures')}"))
+        journal = Journal.objects.filter(kind=Journal.Kind.COLLECTIONS).order_by("pk").first()
+        say("fund journal of a closed day (issue 19)", journal and (
+            f"{journal.number}, {journal.day:%d/%m/%Y} at {journal.office.code}, "
+            f"{site}{reverse('collections:journals')}?fecha={journal.posted_on:%d/%m/%Y}"))
         for what in getattr(self, "left_out", []):
             lines.append(f"  not built on today's date: {what}")
         return lines
