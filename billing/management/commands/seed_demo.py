@@ -374,7 +374,7 @@ class Command(BaseCommand):
             f"${sum(back.surcharge.amount for back in GiveBack.objects.filter(closure=closure)):,.2f} of surcharge given back, "
             f"{site}{reverse('collections:closures')}"))
         journal = Journal.objects.filter(kind=Journal.Kind.COLLECTIONS).order_by("pk").first()
-        say("fund journal of a closed day (issue 19)", journal and (
+        say("fund journal of a day (issue 19)", journal and (
             f"{journal.number}, {journal.day:%d/%m/%Y} at {journal.office.code}, "
             f"{site}{reverse('collections:journals')}?fecha={journal.posted_on:%d/%m/%Y}"))
         for what in getattr(self, "left_out", []):
