@@ -54,6 +54,7 @@ from ..models import (
     PaymentVoid,
     PrincipalAdjustment,
     Refund,
+    _office_day_lock,
 )
 
 ZERO = Decimal("0.00")
@@ -337,11 +338,21 @@ def day_close_journal_post(*, acting_user: Any, close: DayClose) -> Journal | No
     )
 
 
+def _wait_for_a_close_under_way(*, office_id: int, day: date) -> None:
+    """Take the office day's lock shared, as a payment does (``billing.models.PAYMENT_GUARDS``):
+    a close of that day under way is waited for, and a close that starts later waits for this
+    transaction. So a void or refund is either in the close's journal or sees the close and
+    posts its adjustment, never neither nor both."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT pg_advisory_xact_lock_shared({_office_day_lock('%s', '%s')})", [office_id, day])
+
+
 def adjustment_for_void(*, acting_user: Any, void: PaymentVoid, today: date) -> Journal | None:
     """A void dated in an office day already closed: its own adjustment journal, posted today;
     the closed day's journal stays as it was. Nothing when the day is still open (its close
     will include the void)."""
     office_id = void.payment.office_id
+    _wait_for_a_close_under_way(office_id=office_id, day=void.voided_on)
     if not DayClose.objects.filter(office_id=office_id, day=void.voided_on).exists():
         return None
     return collections_journal_post(
@@ -353,7 +364,10 @@ def adjustment_for_void(*, acting_user: Any, void: PaymentVoid, today: date) -> 
 
 def adjustment_for_refund(*, acting_user: Any, refund: Refund, today: date) -> Journal | None:
     """A refund dated in an office day already closed (a check refund): its own adjustment journal."""
-    if refund.office_id is None or not DayClose.objects.filter(office_id=refund.office_id, day=refund.refunded_on).exists():
+    if refund.office_id is None:
+        return None
+    _wait_for_a_close_under_way(office_id=refund.office_id, day=refund.refunded_on)
+    if not DayClose.objects.filter(office_id=refund.office_id, day=refund.refunded_on).exists():
         return None
     return collections_journal_post(
         acting_user=acting_user, source=Journal.Source.REFUND, source_id=refund.pk, posted_on=max(today, refund.refunded_on),
