@@ -78,6 +78,7 @@ COUNTS: dict[str, str] = {
         "billing_correctioncharge", "billing_principaladjustment", "billing_lastdaymove", "billing_giveback",
         "billing_creditapplication", "billing_bookscheck", "billing_bookscheckpoint", "levy_chainlink",
         "levy_rollcorrection", "billing_voidreversal",
+        "billing_journal", "billing_journalline",  # issue 19: the fund journal
     )},
     "levy_levy (final)": "SELECT COUNT(*) FROM levy_levy WHERE status = 'final'",
 }

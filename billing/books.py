@@ -36,6 +36,10 @@ The invariants:
    series = the links of its chain (a table emptied by a superuser behind the triggers is found).
 8. checkpoint: the records the last checkpoint (``BooksCheckpoint``, stored after each passing
    recorded check) covered still have its totals, and each chain its head at that length.
+9. journals (issue 19, ``billing.services.journal``): every journal has lines and Σ debits =
+   Σ credits; for every closed office day, its journals' cash and bank lines (the day close's
+   and any later adjustment's) net to its receipts less its voids and refunds; and every receipt,
+   void and refund of a closed day is named on a line of a journal.
 """
 
 from __future__ import annotations
@@ -835,11 +839,83 @@ def check_checkpoint(cursor: Any, limit: int) -> list[Finding]:
     return findings
 
 
+# --- 9. The fund journal (issue 19) --------------------------------------------------------------
+
+# A receipt's printed number (Receipt.display_number), as journal lines list it.
+RECEIPT_NUMBER_SQL = "o.code || '-' || r.fiscal_year || '-' || lpad(r.number::text, 6, '0')"
+
+
+def check_journals(cursor: Any, limit: int) -> list[Finding]:
+    """Every journal has lines, and its debits equal its credits (the deferred trigger
+    ``journal_balances`` refuses one that does not at commit; this finds one changed behind it)."""
+    rows = _rows(cursor, """
+        SELECT j.number, COUNT(l.id), COALESCE(SUM(l.debit), 0), COALESCE(SUM(l.credit), 0)
+          FROM billing_journal j LEFT JOIN billing_journalline l ON l.journal_id = j.id
+         GROUP BY j.id, j.number
+        HAVING COUNT(l.id) = 0 OR SUM(l.debit) IS DISTINCT FROM SUM(l.credit)
+         ORDER BY j.number LIMIT %s
+    """, [limit + 1])
+    return _limited("journals", rows, limit,
+                    lambda row: f"journal {row[0]}: {row[1]} lines, debits {row[2]} ≠ credits {row[3]}" if row[1]
+                    else f"journal {row[0]} has no lines")
+
+
+def check_journal_days(cursor: Any, limit: int) -> list[Finding]:
+    """¶13: the journals of each closed office day (``office``, ``day``) move cash and bank by its
+    receipts less the voids dated that day of the office's payments and its refunds; and no
+    receipt, void or refund of a closed day is missing from a journal line of its section."""
+    rows = _rows(cursor, """
+        WITH days AS (SELECT c.office_id, c.day, o.code FROM billing_dayclose c JOIN billing_office o ON o.id = c.office_id),
+        collected AS (
+            SELECT d.office_id, d.day,
+                   (SELECT COALESCE(SUM(p.amount), 0) FROM billing_payment p WHERE p.office_id = d.office_id AND p.paid_on = d.day)
+                 - (SELECT COALESCE(SUM(p.amount), 0) FROM billing_paymentvoid v JOIN billing_payment p ON p.id = v.payment_id
+                     WHERE p.office_id = d.office_id AND v.voided_on = d.day)
+                 - (SELECT COALESCE(SUM(f.amount), 0) FROM billing_refund f WHERE f.office_id = d.office_id AND f.refunded_on = d.day)
+                   AS expected,
+                   (SELECT COALESCE(SUM(l.debit - l.credit), 0) FROM billing_journal j JOIN billing_journalline l ON l.journal_id = j.id
+                     WHERE j.office_id = d.office_id AND j.day = d.day AND l.role IN ('cash', 'bank')) AS journaled,
+                   d.code
+              FROM days d
+        )
+        SELECT code, day, expected, journaled FROM collected WHERE expected <> journaled ORDER BY day, code LIMIT %s
+    """, [limit + 1])
+    findings = _limited("journals", rows, limit, lambda row: (
+        f"office {row[0]} {row[1]:%Y-%m-%d}: receipts less voids and refunds {row[2]}, its journals move {row[3]}"))
+    missing = _rows(cursor, f"""
+        WITH named AS (
+            SELECT DISTINCT l.section, e.number
+              FROM billing_journalline l CROSS JOIN LATERAL jsonb_array_elements_text(l.receipts) AS e(number)
+        ),
+        owed AS (
+            SELECT 'receipts' AS section, {RECEIPT_NUMBER_SQL} AS number
+              FROM billing_payment p JOIN billing_receipt r ON r.payment_id = p.id JOIN billing_office o ON o.id = r.office_id
+             WHERE EXISTS (SELECT 1 FROM billing_dayclose c WHERE c.office_id = p.office_id AND c.day = p.paid_on)
+            UNION ALL
+            SELECT 'voids', {RECEIPT_NUMBER_SQL}
+              FROM billing_paymentvoid v JOIN billing_payment p ON p.id = v.payment_id
+              JOIN billing_receipt r ON r.payment_id = p.id JOIN billing_office o ON o.id = r.office_id
+             WHERE EXISTS (SELECT 1 FROM billing_dayclose c WHERE c.office_id = p.office_id AND c.day = v.voided_on)
+            UNION ALL
+            SELECT 'refunds', CASE WHEN f.number <> '' THEN f.number ELSE 'RE#' || f.id END
+              FROM billing_refund f
+             WHERE EXISTS (SELECT 1 FROM billing_dayclose c WHERE c.office_id = f.office_id AND c.day = f.refunded_on)
+        )
+        SELECT o.section, o.number FROM owed o
+         WHERE NOT EXISTS (SELECT 1 FROM named n WHERE n.section = o.section AND n.number = o.number)
+         ORDER BY o.section, o.number LIMIT %s
+    """, [limit + 1])
+    what = {"receipts": "receipt", "voids": "void of receipt", "refunds": "refund"}
+    return findings + _limited("journals", missing, limit,
+                               lambda row: f"{what[row[0]]} {row[1]} of a closed day is in no journal")
+
+
 # --- Running them ---------------------------------------------------------------------------------
 
 CHECKS: tuple[Callable[[Any, int], list[Finding]], ...] = (
     check_levy, check_corrections, check_installments, check_ledger, check_receipts, check_document_series, check_documents,
     check_receipt_allocation, check_stored_allocations, check_statements, check_chain, check_series_counts, check_checkpoint,
+    check_journals, check_journal_days,
 )
 
 
@@ -853,6 +929,7 @@ def has_books(cursor: Any) -> bool:
             OR EXISTS (SELECT 1 FROM billing_billbatchpart) OR EXISTS (SELECT 1 FROM levy_rollcorrection)
             OR EXISTS (SELECT 1 FROM levy_chainlink) OR EXISTS (SELECT 1 FROM billing_bookscheckpoint)
             OR EXISTS (SELECT 1 FROM billing_refund) OR EXISTS (SELECT 1 FROM billing_dayclose)
+            OR EXISTS (SELECT 1 FROM billing_journal)
     """)
     return bool(cursor.fetchone()[0])
 

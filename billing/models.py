@@ -21,6 +21,7 @@ Design:
 from __future__ import annotations
 
 from collections.abc import Iterable
+from decimal import Decimal
 from typing import Any
 
 import pghistory
@@ -1235,6 +1236,123 @@ class BankLineResolution(models.Model):
             models.CheckConstraint(condition=Q(action="apply") ^ Q(payment__isnull=True), name="bank_resolution_apply_has_payment"),
         ]
         triggers = APPEND_ONLY
+# --- The fund journal for accounting (issue 19) ------------------------------------------------------
+#
+# What Hacienda's accounting system receives: balanced journals of account lines, each split
+# between the reserve fund (¶1(2)) and the Operating Fund (¶2). Written by
+# billing.services.journal when a roll is finalized or corrected (accrual) and when an office's
+# day is closed or a bank file is applied (collections); a void or a refund dated in a day
+# already closed gets a later journal of its own (adjustment), never a change of the closed one.
+
+
+# Σ debit = Σ credit for the journal of each inserted line, checked at COMMIT (a journal's lines
+# are inserted one statement at a time): a journal that does not balance is never committed.
+JOURNAL_BALANCES = pgtrigger.Trigger(
+    name="journal_balances",
+    operation=pgtrigger.Insert,
+    when=pgtrigger.After,
+    timing=pgtrigger.Deferred,
+    func=pgtrigger.Func(
+        """
+        IF (SELECT sum(debit) IS DISTINCT FROM sum(credit) FROM billing_journalline WHERE journal_id = NEW.journal_id) THEN
+            RAISE EXCEPTION 'journal % does not balance: debits and credits differ', NEW.journal_id
+                USING ERRCODE = 'check_violation';
+        END IF;
+        RETURN NULL;
+        """
+    ),
+)
+
+
+class Journal(models.Model):
+    """A dated journal of the fund accounts: ``accrual`` (a roll finalized or corrected: levy
+    receivable against levy income), ``collections`` (an office's day closed or a bank file
+    applied: cash or bank against what the receipts paid) or ``adjustment`` (a void or a refund
+    dated in a day already closed). ``source`` and ``source_id`` name what wrote it (the levy,
+    the correction, the day close, the bank file, the void, the refund); ``office`` and ``day``
+    the office day a collections or adjustment journal belongs to. Append-only."""
+
+    class Kind(models.TextChoices):
+        ACCRUAL = "accrual", _("Devengo")
+        COLLECTIONS = "collections", _("Recaudaciones")
+        ADJUSTMENT = "adjustment", _("Ajuste")
+
+    class Source(models.TextChoices):
+        ROLL_FINALIZE = "roll_finalize", _("Padrón finalizado")
+        ROLL_CORRECTION = "roll_correction", _("Corrección del padrón")
+        DAY_CLOSE = "day_close", _("Cierre del día")
+        BANK_FILE = "bank_file", _("Archivo del banco")
+        VOID = "void", _("Anulación en un día cerrado")
+        REFUND = "refund", _("Reembolso en un día cerrado")
+
+    number = models.CharField(_("número"), max_length=24, unique=True)  # DI-000001: "DI-" and the id
+    kind = models.CharField(_("clase"), max_length=12, choices=Kind.choices)
+    posted_on = models.DateField(_("fecha contable"))
+    source = models.CharField(_("origen"), max_length=16, choices=Source.choices)
+    source_id = models.PositiveBigIntegerField(_("id del origen"))
+    office = models.ForeignKey(Office, on_delete=models.PROTECT, null=True, blank=True, related_name="journals")
+    day = models.DateField(_("día de las recaudaciones"), null=True, blank=True)
+    description = models.CharField(_("descripción"), max_length=200)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["posted_on", "id"]
+        constraints = [
+            # each event is posted once (a second day close or a re-applied bank file writes nothing)
+            models.UniqueConstraint(fields=["source", "source_id"], name="one_journal_per_source"),
+            models.CheckConstraint(
+                condition=(Q(kind="accrual") & Q(source__in=["roll_finalize", "roll_correction"]))
+                | (Q(kind="collections") & Q(source__in=["day_close", "bank_file"]))
+                | (Q(kind="adjustment") & Q(source__in=["void", "refund"])),
+                name="journal_kind_matches_source",
+            ),
+        ]
+        indexes = [models.Index(fields=["posted_on", "id"]), models.Index(fields=["office", "day"])]
+        triggers = APPEND_ONLY
+
+    def __str__(self) -> str:
+        return self.number
+
+
+class JournalLine(models.Model):
+    """One line of a journal: an account (``settings.JOURNAL_ACCOUNTS``; the levy receivable
+    followed by its fiscal year), the fund (¶1(2) reserve, ¶2 operating, or none: money held for
+    landowners), a debit or a credit (both positive, one of them zero) and the numbers of the
+    receipts (voided receipts, refunds) it sums. Append-only."""
+
+    class Fund(models.TextChoices):
+        RESERVE = "reserve", _("Fondo de reserva ¶1(2)")
+        OPERATING = "operating", _("Fondo de Explotación ¶2")
+        NONE = "none", _("Sin fondo")
+
+    class Section(models.TextChoices):
+        RECEIPTS = "receipts", _("Recibos")
+        VOIDS = "voids", _("Anulaciones")
+        REFUNDS = "refunds", _("Reembolsos")
+        ACCRUAL = "accrual", _("Devengo")
+        RECLASS = "reclass", _("Dinero liberado y aplicado")
+
+    journal = models.ForeignKey(Journal, on_delete=models.PROTECT, related_name="lines")
+    position = models.PositiveSmallIntegerField()
+    section = models.CharField(_("sección"), max_length=8, choices=Section.choices)
+    # the key of ``settings.JOURNAL_ACCOUNTS`` the line posts to (``cash``, ``levy_receivable``, ...):
+    # ``account`` is its code as exported when posted, and codes may be changed later
+    role = models.CharField(_("cuenta (clave)"), max_length=20)
+    account = models.CharField(_("cuenta"), max_length=40)
+    fund = models.CharField(_("fondo"), max_length=9, choices=Fund.choices)
+    debit = models.DecimalField(_("débito"), max_digits=14, decimal_places=2, default=Decimal("0.00"))
+    credit = models.DecimalField(_("crédito"), max_digits=14, decimal_places=2, default=Decimal("0.00"))
+    receipts = models.JSONField(_("recibos"), default=list, blank=True)  # ["LAJ-2026-2027-000001", ...]
+
+    class Meta:
+        ordering = ["journal", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["journal", "position"], name="one_journal_line_per_position"),
+            models.CheckConstraint(condition=(Q(debit=0) & Q(credit__gt=0)) | (Q(credit=0) & Q(debit__gt=0)),
+                                   name="journal_line_one_side"),
+        ]
+        triggers = [*APPEND_ONLY, JOURNAL_BALANCES]
 
 
 # Every change of an office's printed details (address, phone, hours, ways to pay) is kept, with

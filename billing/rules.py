@@ -30,7 +30,7 @@ from decimal import Decimal
 
 import holidays
 
-from levy.rules import CENT, add_months, round_cents
+from levy.rules import CENT, add_months, largest_remainder_allocation, round_cents
 
 ZERO = Decimal("0.00")  # dollars
 
@@ -504,6 +504,44 @@ def collection_split(*, amount: Decimal, reserve: Decimal, total_levy: Decimal) 
         raise BillingRuleError(f"reserve {reserve} exceeds the total levy {total_levy}")
     to_reserve = round_cents(amount * reserve / total_levy)
     return to_reserve, amount - to_reserve
+
+
+FUND_RESERVE = "reserve"  # ¶1(2): the reserve fund for extraordinary repairs, replacements, improvements
+FUND_OPERATING = "operating"  # ¶2: the Operating Fund (Fondo de Explotación — Sistema de Riego del Valle de Lajas)
+
+
+@dataclass(frozen=True)
+class FundSplit:
+    """¶1(2), ¶2: an amount split between the reserve fund and the Operating Fund; the parts add
+    up to ``amount`` exactly."""
+
+    amount: Decimal
+    reserve: Decimal
+    operating: Decimal
+
+    def __post_init__(self) -> None:
+        if self.reserve + self.operating != self.amount:
+            raise BillingRuleError(f"fund split {self.reserve} + {self.operating} is not {self.amount}")
+
+
+def fund_split(*, amount: Decimal, reserve: Decimal, total_levy: Decimal) -> FundSplit:
+    """¶1(2), ¶2: split a signed ``amount`` (a journal line of the levy: receivable or income)
+    between the reserve fund, in the levy's proportion ``reserve / total_levy``, and the Operating
+    Fund (the rest), by largest remainder to the cent (``levy.rules.largest_remainder_allocation``:
+    each exact share floored, the cent left over to the larger remainder, a tie to the Operating
+    Fund).
+    Each part is within a cent of its exact share and the two add up to ``amount``. A negative
+    amount is split as its opposite, negated, so a lowering mirrors the rise it undoes."""
+    _cents_only(amount, name="amount")
+    _check_money(reserve, name="reserve")
+    _check_money(total_levy, name="total_levy", allow_zero=False)
+    if reserve > total_levy:
+        raise BillingRuleError(f"reserve {reserve} exceeds the total levy {total_levy}")
+    sign = -1 if amount < 0 else 1
+    parts = largest_remainder_allocation(
+        total=abs(amount), weights=[(FUND_OPERATING, total_levy - reserve), (FUND_RESERVE, reserve)],
+    )
+    return FundSplit(amount=amount, reserve=sign * parts[FUND_RESERVE], operating=sign * parts[FUND_OPERATING])
 
 
 # --- the ledger: corrections, give-backs and stored allocations (¶7, ¶9, ¶11, ¶12) ---------------

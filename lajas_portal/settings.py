@@ -7,6 +7,7 @@ With ``DATABASE_URL`` unset the app starts its own embedded PostgreSQL (the ``em
 wheel) with its data under ``.pgdata/`` in the repository, so a fresh machine needs no server.
 """
 
+import json
 import logging
 import os
 from email.utils import getaddresses
@@ -364,6 +365,26 @@ BILL_OFFER_DAYS = envint("BILL_OFFER_DAYS", "45")
 PAYMENT_TRANSFER_BANK = env("PAYMENT_TRANSFER_BANK", "Banco Popular de Puerto Rico")
 PAYMENT_TRANSFER_ACCOUNT = env("PAYMENT_TRANSFER_ACCOUNT", "000-123456-7")
 PAYMENT_TRANSFER_ROUTING = env("PAYMENT_TRANSFER_ROUTING", "021502011")
+# The fund journal (billing.services.journal, issue 19): the account codes of Hacienda's accounting
+# system that each journal line posts to. The defaults below; JOURNAL_ACCOUNTS (JSON, e.g.
+# {"cash": "101-00"}) replaces any of them. The levy receivable is kept by fiscal year: its code is
+# followed by the year, 1210-2026-2027. See README.md, "The fund journal".
+try:
+    _journal_accounts = json.loads(env("JOURNAL_ACCOUNTS", "{}") or "{}")
+except json.JSONDecodeError as _error:
+    raise ImproperlyConfigured(f"JOURNAL_ACCOUNTS must be a JSON object of account codes: {_error}") from None
+if not isinstance(_journal_accounts, dict):
+    raise ImproperlyConfigured("JOURNAL_ACCOUNTS must be a JSON object of account codes, e.g. {\"cash\": \"101-00\"}")
+JOURNAL_ACCOUNTS = {
+    "cash": "1010",  # cash and checks received at a Collector's office (¶13)
+    "bank": "1020",  # the collections bank account (bank files, refunds paid by check)
+    "levy_receivable": "1210",  # O&M levy receivable (¶4, ¶9), by fiscal year
+    "unapplied_credits": "2150",  # money received beyond every issued charge, held for the landowner
+    "levy_income": "4110",  # O&M levy income (¶4)
+    "surcharge_income": "4120",  # surcharges collected on delinquent levies (¶12)
+    "water_sales_income": "4130",  # water sold before the levy starts (¶8, sec. 374a)
+    **{str(key): str(code) for key, code in _journal_accounts.items()},
+}
 
 # Demo data (seed_demo) is for development only.
 DEMO_DATA_ALLOWED = DEBUG or envbool("DEMO_DATA_ALLOWED")

@@ -63,6 +63,8 @@ GUARDED = {
     "billing_remindersend", "billing_reminderattempt",
     # billing: refund requests, decided once by a second supervisor (issue 19)
     "billing_refundrequest",
+    # billing: the fund journal for accounting (issue 19)
+    "billing_journal", "billing_journalline",
     # parcels: the registry's change history, the access log, second-factor resets
     "parcels_ownerevent", "parcels_parcelevent", "parcels_ownershiptransferevent", "parcels_accessevent",
     "parcels_secondfactorreset", "parcels_secondfactorresetevent", "parcels_staffprofileevent",

@@ -39,6 +39,7 @@ from ..models import (
     charge_names,
 )
 from ..wording import charge_label
+from .journal import accrual_journal_for_correction
 
 ZERO = Decimal("0.00")
 
@@ -385,6 +386,7 @@ def correction_post(*, acting_user: Any, correction: RollCorrection, plan: rules
     if lowered:
         freed_money(acting_user=acting_user, parcel_id=parcel_id, charge_ids=lowered, on=made_on, source=Source.CORRECTION,
                     correction=correction, name=name)
+    accrual_journal_for_correction(acting_user=acting_user, correction=correction, posted_on=made_on)  # issue 19
 
 
 def freed_money(

@@ -38,6 +38,7 @@ from ..models import (
 from ..selectors import day_report
 from ..snapshots import ReceiptApplication, ReceiptSnapshot
 from ..wording import surcharge_explanation, surcharge_runs
+from .journal import adjustment_for_refund, day_close_journal_post
 from .numbering import document_number, fiscal_year_for
 from .voids import payment_void  # noqa: F401  (moved to services.voids, issue 17; callers still name it here)
 
@@ -388,6 +389,7 @@ def day_close(*, acting_user: Any, office: Office, day: date, counted_cash: Deci
     close.full_clean()
     close.save()
     chain.link(chain.DAY_CLOSE, close.pk)  # its link records the head of every series
+    day_close_journal_post(acting_user=acting_user, close=close)  # issue 19: the day's collections journal
     return close
 
 
@@ -486,6 +488,7 @@ def refund_issue(*, acting_user: Any, parcel: Parcel, amount: Decimal, reason: s
     LedgerEntry.objects.create(parcel=parcel, entry_date=on, kind=LedgerEntry.Kind.REFUND, debit=amount, refund=refund,
                                charge=charge, description=reason.strip()[:200], created_by=acting_user)
     chain.link(chain.REFUND, refund.pk)
+    adjustment_for_refund(acting_user=acting_user, refund=refund, today=timezone.localdate())  # issue 19: a closed day's refund
     return refund
 
 

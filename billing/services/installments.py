@@ -19,6 +19,7 @@ from ..accounts import due_and_last_day
 from ..errors import BillingError
 from ..models import Charge
 from .bills import zero_notices_issue
+from .journal import accrual_journal_for_roll
 
 
 @transaction.atomic
@@ -100,4 +101,5 @@ def roll_finalize(*, acting_user: Any, fiscal_year: str, today: date | None = No
     # Billing builds on the finalized roll, in the same transaction.
     installments_issue(acting_user=acting_user, levy=levy)
     zero_notices_issue(acting_user=acting_user, levy=levy, issued_on=on)  # ¶9: a line at 100 % credit still gets its notice
+    accrual_journal_for_roll(acting_user=acting_user, levy=levy)  # issue 19: levy receivable against levy income
     return levy

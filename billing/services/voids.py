@@ -40,6 +40,7 @@ from ..models import (
     Refund,
     VoidReversal,
 )
+from .journal import adjustment_for_void
 from .numbering import fiscal_year_for
 
 ZERO = Decimal("0.00")
@@ -226,6 +227,7 @@ def payment_void(*, acting_user: Any, payment: Payment, reason: str, voided_on: 
                                    credit=realized.debit, payment=payment, description=gettext_noop("Recargo del pago anulado"),
                                    created_by=acting_user)
     chain.link(chain.VOID, void.pk)
+    adjustment_for_void(acting_user=acting_user, void=void, today=timezone.localdate())  # issue 19: a void in a closed day
     return void
 
 

@@ -5,7 +5,7 @@ from django.urls import path
 
 from levy.urls import FiscalYearConverter  # noqa: F401  (registers the ``fiscal_year`` converter)
 
-from . import bank, books, counter, hacienda, home, offices, portal, public, registers, roll, verify
+from . import bank, books, counter, hacienda, home, journal, offices, portal, public, registers, roll, verify
 
 home_page = home.home
 
@@ -48,6 +48,7 @@ collections_patterns = [
     path("avisos/", hacienda.bill_batches, name="bill-batches"),
     path("avisos/<int:pk>/", hacienda.bill_batch, name="bill-batch"),
     path("avisos/<int:pk>/parte/<int:index>/", hacienda.bill_batch_part, name="bill-batch-part"),
+    path("diario/", journal.journals, name="journals"),  # issue 19: the fund journal
 ]
 
 # /portal/ (namespace ``portal``): the landowner portal

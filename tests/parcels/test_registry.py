@@ -250,7 +250,7 @@ def test_seed_demo_reaches_every_document(capsys):
     from billing import registers
     from billing.models import DayClose, ReprintLog
 
-    close = DayClose.objects.get()
+    close = DayClose.objects.get(office=void.payment.office, day=void.payment.paid_on)
     assert close.day == void.payment.paid_on and "Faltan $5.00" in close.explanation
     reprint = ReprintLog.objects.get()
     assert (reprint.document.number, reprint.printed_by.username) == (void.payment.receipt.display_number, "supervisor")

@@ -17,6 +17,7 @@ from billing.errors import BillingError
 from billing.models import Payment, ReprintLog
 from billing.services import bank as bank_services
 from billing.services import bills, collection, counter, reminders, reprints, voids
+from billing.services import journal as journal_services
 from billing.services import water as water_services
 from levy.exports import safe_cell
 from parcels import jobs as background
@@ -126,6 +127,10 @@ class Command(BaseCommand):
         closure.add_argument("--date", required=True, help="YYYY-MM-DD")
         closure.add_argument("--reason", required=True)
         closure.add_argument("--user", required=True)
+        journal = sub.add_parser("journal", help="the fund journal lines posted on a date, for Hacienda's accounting (issue 19)")
+        journal.add_argument("--date", required=True, help="YYYY-MM-DD: the journals posted that day")
+        journal.add_argument("--format", choices=["csv"], default="csv",
+                             help="csv: journal, posted_on, account, fund, debit, credit, receipts")
 
         register = sub.add_parser("register", help="a register for auditors over a period (issue 19): CSV to stdout or PDF to --out")
         register.add_argument("kind", help="receipts, voids, refunds, corrections, bills, reprints, day-closes, late-finalizations")
@@ -157,6 +162,10 @@ class Command(BaseCommand):
         if user is None:
             raise BillingError(f"unknown user {username!r}")
         return user
+
+    def do_journal(self, options: dict) -> None:
+        """¶1(2), ¶2: every line of the journals posted on ``--date``, as the documented CSV."""
+        self.stdout.write(journal_services.journal_csv(journal_services.journals_on(self.date(options["date"]))), ending="")
 
     def do_delinquent(self, options: dict) -> None:
         rows = accounts.delinquent_charges(as_of=self.date(options["as_of"]), fiscal_year=options["fiscal_year"], number=options["semester"])

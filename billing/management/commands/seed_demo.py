@@ -21,7 +21,9 @@ from billing.models import (
     AccountStatement,
     Bill,
     Charge,
+    DayClose,
     GiveBack,
+    Journal,
     LastDayMove,
     Office,
     OfficeClosure,
@@ -283,6 +285,7 @@ class Command(BaseCommand):
             self.closed_day_and_reprint(users, bounced)
         self.english_owner_documents(users, today)
         self.bank_files(users, today, exclude=[*special, getattr(getattr(corrected, "parcel", None), "parcel_id", "")])
+        self.first_days_closed(users, today)
 
     def bank_files(self, users: dict, today: date, *, exclude: list[str]) -> None:
         """¶13 (issue 19): Banco Popular, a collecting agent, sends a file the supervisor imports
@@ -323,6 +326,20 @@ class Command(BaseCommand):
         except BillingError as exc:
             self.left_out.append(f"the day close of {payment.paid_on:%d/%m/%Y} ({exc})")
         reprint_issue(acting_user=users["supervisor"], document=payment.receipt.document, channel=ReprintLog.Channel.COUNTER)
+
+    def first_days_closed(self, users: dict, today: date) -> None:
+        """Issue 19: the supervisor closed the office's first three days of the season that took
+        payments, so the fund journal (*Diario contable*) has their collections journals beside the
+        roll's accrual. Counted as the receipts stand (no over/short)."""
+        office = Office.objects.get(code="LAJ")
+        days = list(Payment.objects.filter(office=office, paid_on__lt=min(today, date(2026, 8, 1)))
+                    .order_by("paid_on").values_list("paid_on", flat=True).distinct()[:3])
+        for day in days:
+            if DayClose.objects.filter(office=office, day=day).exists():
+                continue
+            report = day_report(office=office, day=day)
+            day_close(acting_user=users["supervisor"], office=office, day=day, counted_cash=report.expected(Payment.Method.CASH),
+                      counted_checks=report.expected(Payment.Method.CHECK))
 
     def seizure_past_its_term(self, hacienda, today: date) -> None:
         """¶14: the demo landowner's unpaid LAJ-000002: the notice 40 days ago (its 30-day term has
@@ -436,6 +453,10 @@ class Command(BaseCommand):
         say("e-mail reminder log (issue 19)", reminded and (
             f"{reminded.send.parcel.parcel_id}: {reminded.send.get_kind_display()} to {reminded.to_address}, "
             f"{site}{reverse('billing:statement', args=[reminded.send.parcel.pk])}"))
+        journal = Journal.objects.filter(kind=Journal.Kind.COLLECTIONS).order_by("pk").first()
+        say("fund journal of a day (issue 19)", journal and (
+            f"{journal.number}, {journal.day:%d/%m/%Y} at {journal.office.code}, "
+            f"{site}{reverse('collections:journals')}?fecha={journal.posted_on:%d/%m/%Y}"))
         for what in getattr(self, "left_out", []):
             lines.append(f"  not built on today's date: {what}")
         return lines
