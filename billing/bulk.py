@@ -111,6 +111,13 @@ def print_order(*, charge_ids: Sequence[int]) -> list[int]:
     return [row.charge_id for row in mailing.mailing_rows(bills.iterator(chunk_size=500))]
 
 
+def batch_rows(batch: BillBatch) -> list[mailing.MailingRow]:
+    """Issue 19: the mailing list of a batch: its installments' paper bills, in the order its
+    parts print them (``print_order``)."""
+    bills_of_batch = Bill.objects.filter(charge__in=bills.bill_batch_charges(batch)).select_related("parcel")
+    return mailing.mailing_rows(bills_of_batch.iterator(chunk_size=500))
+
+
 @dataclass(frozen=True)
 class Merging:
     """A part being merged (maybe in a worker process) into a temporary file."""

@@ -172,12 +172,3 @@ def semester_rows(*, fiscal_year: str, number: int) -> list[MailingRow]:
                                 charge__kind="installment").select_related("parcel")
     return mailing_rows(bills.iterator(chunk_size=500))
 
-
-def batch_rows(batch: Any) -> list[MailingRow]:
-    """The mailing list of a bulk-printing batch: its installments' paper bills, in the order its
-    parts print them (``bulk.print_order``)."""
-    from .models import Bill
-    from .services.bills import bill_batch_charges
-
-    bills = Bill.objects.filter(charge__in=bill_batch_charges(batch)).select_related("parcel")
-    return mailing_rows(bills.iterator(chunk_size=500))

@@ -14,9 +14,9 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_safe
 
 from parcels.models import Owner, ReturnedMail
-from parcels.roles import AUDITOR, HACIENDA, LANDOWNER, has_role, role_required
+from parcels.roles import AUDITOR, HACIENDA, LANDOWNER, RoleDenied, has_role, role_required
 
-from .. import mailing
+from .. import bulk, mailing
 from ..errors import BillingError
 from ..models import BillBatch
 from ..services import mailing as mailing_services
@@ -100,11 +100,11 @@ class ReturnedMailForm(forms.Form):
 @role_required(*mailing_services.RETURNED_MAIL_ROLES, AUDITOR)
 def returned_mail(request: HttpRequest) -> HttpResponse:
     """Record an envelope the post office sent back; the latest returns below."""
+    if request.method == "POST" and not has_role(request.user, *mailing_services.RETURNED_MAIL_ROLES):
+        raise RoleDenied(mailing_services.RETURNED_MAIL_ROLES)  # the auditor reads the page, records nothing
     form = ReturnedMailForm(request.POST or None)
     if request.method == "POST":
-        if not has_role(request.user, *mailing_services.RETURNED_MAIL_ROLES):
-            form.add_error(None, _("Solo el personal de la Autoridad o de Hacienda registra correo devuelto."))
-        elif form.is_valid():
+        if form.is_valid():
             try:
                 returned = mailing_services.returned_mail_record(acting_user=request.user, reference=form.cleaned_data["reference"],
                                                                  note=form.cleaned_data["note"])
@@ -130,7 +130,7 @@ def batch_mailing_list(request: HttpRequest, pk: int, what: str) -> HttpResponse
     import io
 
     batch = get_object_or_404(BillBatch.objects.select_related("fiscal_year"), pk=pk)
-    rows = mailing.batch_rows(batch)
+    rows = bulk.batch_rows(batch)
     handle = io.StringIO()
     stem = f"lista-de-correo-{batch.fiscal_year.label}-plazo{batch.number}-lote{batch.pk}"
     if what == "por-zip":

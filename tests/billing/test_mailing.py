@@ -118,7 +118,7 @@ def test_merged_pdf_holds_the_paper_bills_in_the_mailing_list_order(printed, cli
     batch, result = printed
     assert result["bills"] == 5 and result["paper"] == 4 and result["parts"] == 2
     assert [part.pages for part in batch.parts.order_by("index")] == [3, 1]
-    listed = [row.parcel_id for row in mailing.batch_rows(batch)]
+    listed = [row.parcel_id for row in bulk.batch_rows(batch)]
     assert listed == MAIL_ORDER
     assert parts_parcels(batch) == listed  # the stack of envelopes matches the list line by line
     # the batch page offers the same list
