@@ -80,8 +80,8 @@ class Owner(models.Model):
         ENGLISH = "en", pgettext_lazy("idioma de un dueño", "Inglés")
 
     class Delivery(models.TextChoices):
-        PAPER = "paper", _("Papel, por correo postal")
-        EMAIL = "email", _("Correo electrónico")
+        PAPER = "paper", pgettext_lazy("entrega de los avisos", "Papel, por correo postal")
+        EMAIL = "email", pgettext_lazy("entrega de los avisos", "Correo electrónico")
 
     STATE_CHOICES = [(code, code) for code in STATES]
 
