@@ -13,6 +13,7 @@ from django.utils.translation import gettext_lazy
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_safe
 
+from parcels import throttle
 from parcels.models import Owner, ReturnedMail
 from parcels.roles import AUDITOR, HACIENDA, LANDOWNER, RoleDenied, has_role, role_required
 
@@ -20,6 +21,10 @@ from .. import bulk, mailing
 from ..errors import BillingError
 from ..models import BillBatch
 from ..services import mailing as mailing_services
+
+# Confirmation links an owner may ask for in an hour: enough for a typo or a lost message, too few
+# to make the portal's mail relay send to strangers' addresses (parcels.throttle, the shared cache).
+CONFIRM_LINKS_PER_HOUR = 5
 
 
 class EmailForm(forms.Form):
@@ -54,6 +59,9 @@ def delivery(request: HttpRequest) -> HttpResponse:
     if request.method == "POST":
         try:
             if request.POST.get("action") == "email" and email_form.is_valid():
+                if not throttle.attempt_record(scope="portal-email-confirm", subject=str(owner.pk), limit=CONFIRM_LINKS_PER_HOUR,
+                                               window=3600):
+                    raise BillingError(_("Pidió muchos enlaces de confirmación en la última hora. Inténtelo más tarde."))
                 owner = mailing_services.delivery_email_request(acting_user=request.user, owner=owner,
                                                                 email=email_form.cleaned_data["email"])
                 if owner.email_confirmed_at is None:

@@ -289,3 +289,17 @@ def test_an_on_demand_bill_freezes_the_delivery_of_its_day(mail_district, staff)
     with on_day(date(2026, 11, 20)):
         bill = bills.bill_issue(acting_user=staff["hacienda"], charge=charge, issued_on=date(2026, 11, 20))
     assert bill.snapshot["delivery"]["method"] == "email"
+
+
+def test_confirmation_links_are_limited_per_owner_and_hour(db, make_user, client, django_capture_on_commit_callbacks):
+    from billing.web.mailing import CONFIRM_LINKS_PER_HOUR
+
+    owner = OwnerFactory(name="Hugo Paz", owner_key="OWN-H")
+    client.force_login(make_user("hugo", "landowner", owner))
+    with django_capture_on_commit_callbacks(execute=True):
+        for n in range(CONFIRM_LINKS_PER_HOUR + 1):
+            response = client.post(reverse("portal:delivery"), {"action": "email", "email-email": f"h{n}@example.pr"})
+    assert len(mail.outbox) == CONFIRM_LINKS_PER_HOUR
+    assert response.status_code == 200 and "muchos enlaces de confirmación" in response.content.decode()
+    owner.refresh_from_db()
+    assert owner.email == f"h{CONFIRM_LINKS_PER_HOUR - 1}@example.pr"  # the refused one changed nothing
