@@ -244,6 +244,8 @@ def test_returned_mail_flags_the_owner_and_the_registry_lists_flagged_owners(pri
     page = client.get(reverse("parcels:owner-list") + "?devuelto=1").content.decode()
     assert "2 dueños con correo devuelto" in page and "Ana Ruiz" in page and "Beto Cruz" in page and "Diana Soto" not in page
     assert "Dirección insuficiente" in client.get(reverse("collections:returned-mail")).content.decode()
+    registry = client.get(reverse("parcels:parcel-list"), {"returned_mail": "yes"}).content.decode()
+    assert "2 predios" in registry and ">P1<" in registry and ">P2<" in registry and ">P4<" not in registry
     detail = client.get(reverse("parcels:owner-detail", args=[mail_district["P1"].pk])).content.decode()
     assert "Sí: necesita una dirección nueva" in detail and bill.number in detail
     # a new address clears the flag (and dates it); confirming the one on file clears it too
