@@ -1,11 +1,13 @@
 """Bulk printing of bills for Hacienda: the ``bill_batch`` job.
 
-A batch's installments, in cadastre order, are cut into parts of ``PART_PAGES`` bills (one page
-each). For each part not written yet, the bills not issued yet in the batch are issued in small
-transactions (``bills.bill_batch_issue``: numbered, rendered, stored), then the part's
-stored PDFs are merged into one file in ``BillBatchPart.pdf`` (default storage). A restarted
-job therefore skips the parts already written and the charges already billed in the batch
-(``UniqueConstraint`` (batch, charge) and (batch, index) back this up): nothing is billed twice.
+A batch's installments, in cadastre order, not billed yet are issued in small transactions
+(``bills.bill_batch_issue``: numbered, rendered, stored). Then the paper bills, in the mailing
+list's order (ZIP, then address; ``billing.mailing``, issue 19), are cut into parts of
+``PART_PAGES`` bills (one page each) and each part's stored PDFs merged into one file in
+``BillBatchPart.pdf`` (default storage); the owners who chose e-mail are e-mailed a link to their
+stored bill instead (``services.mailing.batch_emails_send``, each send logged). A restarted job
+skips the charges already billed and the parts already written (``UniqueConstraint`` (batch,
+charge) and (batch, index) back this up): nothing is billed twice.
 
 WeasyPrint is CPU-bound, so with several cores the bills are rendered (HTML → PDF) and the
 parts merged in worker processes; this process reads the accounts, numbers the bills and
@@ -36,9 +38,10 @@ from django.utils.translation import gettext as _
 from parcels.jobs import JobProgress, job_task
 from parcels.models import Job
 
-from . import anchors, pdf
+from . import anchors, mailing, pdf
 from .models import Bill, BillBatch, BillBatchPart, IssuedDocument
 from .services import bills
+from .services import mailing as mailing_services
 
 logger = logging.getLogger(__name__)
 PART_PAGES = 250  # bills (pages) per merged PDF: what the print shop takes in one file
@@ -91,14 +94,28 @@ def _chunks(items: Sequence[int], size: int) -> Iterator[list[int]]:
 
 
 def part_pdfs(*, batch: BillBatch, charge_ids: Sequence[int]) -> list[bytes]:
-    """The stored PDFs of a part's bills, in the part's (cadastre) order: the batch's own and
+    """The stored PDFs of a part's bills, in the part's (mailing list) order: the batch's own and
     those issued before it on demand (one bill per installment), as stored."""
-    rows = (IssuedDocument.objects.filter(bill__charge_id__in=charge_ids)
-            .order_by("bill__parcel__parcel_id", "bill__charge_id").values_list("bill__charge_id", "pdf"))
-    found = [(charge_id, bytes(data)) for charge_id, data in rows.iterator(chunk_size=50)]
-    if [charge_id for charge_id, _data in found] != list(charge_ids):
+    rows = IssuedDocument.objects.filter(bill__charge_id__in=charge_ids).values_list("bill__charge_id", "pdf")
+    found = {charge_id: bytes(data) for charge_id, data in rows.iterator(chunk_size=50)}
+    if len(found) != len(charge_ids) or set(found) != set(charge_ids):
         raise RuntimeError(f"batch {batch.pk}: {len(found)} bills stored for a part of {len(charge_ids)} charges")
-    return [data for _charge_id, data in found]
+    return [found[charge_id] for charge_id in charge_ids]
+
+
+def print_order(*, charge_ids: Sequence[int]) -> list[int]:
+    """Issue 19: the charges whose bills go on paper, in the mailing list's order (ZIP, then
+    address: ``mailing.mailing_rows``), read from what each bill froze, so a restarted batch
+    merges the same parts. Bills frozen with e-mail delivery are not printed."""
+    bills = Bill.objects.filter(charge_id__in=charge_ids).select_related("parcel")
+    return [row.charge_id for row in mailing.mailing_rows(bills.iterator(chunk_size=500))]
+
+
+def batch_rows(batch: BillBatch) -> list[mailing.MailingRow]:
+    """Issue 19: the mailing list of a batch: its installments' paper bills, in the order its
+    parts print them (``print_order``)."""
+    bills_of_batch = Bill.objects.filter(charge__in=bills.bill_batch_charges(batch)).select_related("parcel")
+    return mailing.mailing_rows(bills_of_batch.iterator(chunk_size=500))
 
 
 @dataclass(frozen=True)
@@ -146,17 +163,21 @@ def part_store(*, batch: BillBatch, merging: Merging) -> BillBatchPart:
 
 def bill_batch_run(*, batch: BillBatch, progress: JobProgress | None = None, processes: int | None = None,
                    issued_on: date | None = None) -> dict[str, Any]:
-    """Make (or finish) a batch: issue its bills and write its parts. Safe to run again, even
-    alongside another run of the same batch (the second only skips what the first did)."""
+    """Make (or finish) a batch: issue its bills, write its parts, e-mail the bills of owners who
+    chose e-mail (issue 19). Safe to run again, even alongside another run of the same batch
+    (the second only skips what the first did).
+
+    Every bill is issued first (in cadastre order, ``CHUNK`` a transaction); then the paper bills
+    are merged in the mailing list's order (``print_order``: ZIP, then address), which is read
+    from the bills' frozen snapshots and so is the same on a restart; the bills frozen with
+    e-mail delivery are stored but not printed, and each of their owners is e-mailed a link."""
     charge_ids = list(bills.bill_batch_charges(batch).values_list("pk", flat=True))
     total = len(charge_ids)
     issued_on = issued_on or timezone.localdate(batch.created_at)
-    written = set(batch.parts.values_list("index", flat=True))
     billed = set(Bill.objects.filter(charge_id__in=charge_ids).values_list("charge_id", flat=True))
     renderer = Renderer(processes)
     merging: list[Merging] = []
     issued = 0
-    done = 0
 
     def store_merged(wait: bool) -> None:
         for item in list(merging):
@@ -165,17 +186,19 @@ def bill_batch_run(*, batch: BillBatch, progress: JobProgress | None = None, pro
                 part_store(batch=batch, merging=item)
 
     try:
-        for index, part_ids in enumerate(_chunks(charge_ids, PART_PAGES)):
-            if index not in written:
-                for chunk in _chunks([pk for pk in part_ids if pk not in billed], CHUNK):
-                    issued += bills.bill_batch_issue(batch=batch, charge_ids=chunk, issued_on=issued_on, render_many=renderer)
-                    if progress is not None:
-                        progress.set(done + part_ids.index(chunk[-1]) + 1, total)
-                    store_merged(wait=False)
-                merging.append(part_write(batch=batch, index=index, charge_ids=part_ids, renderer=renderer))
-            done += len(part_ids)
+        todo = [pk for pk in charge_ids if pk not in billed]
+        done = total - len(todo)
+        for chunk in _chunks(todo, CHUNK):
+            issued += bills.bill_batch_issue(batch=batch, charge_ids=chunk, issued_on=issued_on, render_many=renderer)
+            done += len(chunk)
             if progress is not None:
                 progress.set(done, total)
+        written = set(batch.parts.values_list("index", flat=True))
+        paper = print_order(charge_ids=charge_ids)
+        for index, part_ids in enumerate(_chunks(paper, PART_PAGES)):
+            if index not in written:
+                merging.append(part_write(batch=batch, index=index, charge_ids=part_ids, renderer=renderer))
+                store_merged(wait=False)
         store_merged(wait=True)
     except BaseException:
         try:  # keep the parts already merged, so a restart need not merge them again
@@ -185,8 +208,12 @@ def bill_batch_run(*, batch: BillBatch, progress: JobProgress | None = None, pro
         raise
     finally:
         renderer.close()
+    emails = mailing_services.batch_emails_send(batch=batch, charge_ids=charge_ids)  # after the batch has rendered
+    if progress is not None:
+        progress.set(total, total)
     parts = list(batch.parts.order_by("index"))
-    return {"batch": batch.pk, "bills": total, "issued": issued, "parts": len(parts), "files": [part.pdf.name for part in parts]}
+    return {"batch": batch.pk, "bills": total, "issued": issued, "parts": len(parts), "files": [part.pdf.name for part in parts],
+            "paper": len(paper), "emailed": emails["sent"], "email_failed": emails["failed"]}
 
 
 @job_task("bill_batch")

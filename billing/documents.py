@@ -49,6 +49,7 @@ from parcels.templatetags.lajas import money
 from . import pdf
 from .accounts import delinquency_parameters
 from .errors import BillingError
+from .mailing import where_sent
 from .models import Bill, DebtCertificate, IssuedDocument, Receipt, SeizureStep
 from .references import reference_display
 from .selectors import receipt_display
@@ -480,4 +481,6 @@ def verification(code: str) -> dict[str, Any] | None:
                   (_("Gravamen total"), money(str(certified.statement.total_balance)))]
         if certified.officer_name:
             facts.append((_("Firmado por"), f"{certified.officer_name}, {certified.officer_title}"))
+    if document.kind == IssuedDocument.Kind.BILL and (sent := where_sent(document.bill.snapshot)):
+        facts.append((_("Enviado"), sent))  # issue 19: town and ZIP only, or the e-mail masked
     return {"document": document, "status": status, "facts": facts}

@@ -800,6 +800,31 @@ class BillBatchPart(models.Model):
         triggers = APPEND_ONLY
 
 
+class BillEmail(models.Model):
+    """Issue 19: one e-mail sending an issued bill's link (its stored PDF) to an owner who chose
+    e-mail delivery, as bulk printing sends it after the batch has rendered: every attempt is a
+    row (sent or failed, with the error), never changed; at most one sent per bill (a later run
+    of the batch retries only the failed ones)."""
+
+    class Status(models.TextChoices):
+        SENT = "sent", _("Enviado")
+        FAILED = "failed", _("Falló")
+
+    bill = models.ForeignKey(Bill, on_delete=models.PROTECT, related_name="emails")
+    to = models.EmailField()
+    status = models.CharField(max_length=6, choices=Status.choices)
+    error = models.CharField(max_length=300, blank=True)
+    at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["at", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["bill"], condition=Q(status="sent"), name="one_sent_email_per_bill"),
+            models.CheckConstraint(condition=Q(status__in=["sent", "failed"]), name="bill_email_status_valid"),
+        ]
+        triggers = APPEND_ONLY
+
+
 class AccountStatement(models.Model):
     """¶12, ¶13: a numbered *estado de cuenta* (``EC-<year>-000001``): the parcel's statement as
     of ``as_of`` (``accounts.statement(...).to_json()``), frozen when it was asked for (from the

@@ -255,6 +255,34 @@ class BillOwedLine:
 
 
 @dataclass(frozen=True)
+class BillDelivery:
+    """Issue 19: how a bill was to reach its owner, chosen when it was issued (``Owner.delivery``):
+    ``paper`` to the postal address (its parts, for the mailing list and the print order),
+    ``email`` to the confirmed address, or ``none`` when paper was chosen but the owner had no
+    postal address. Bills issued before this was frozen have none (``BillSnapshot.delivery``)."""
+
+    method: str  # "paper" | "email" | "none"
+    name: str = ""
+    care_of: str = ""
+    line1: str = ""
+    line2: str = ""
+    town: str = ""
+    state: str = ""
+    zip_code: str = ""
+    email: str = ""
+
+    def to_json(self) -> dict[str, str]:
+        return {"method": self.method, "name": self.name, "care_of": self.care_of, "line1": self.line1, "line2": self.line2,
+                "town": self.town, "state": self.state, "zip": self.zip_code, "email": self.email}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> BillDelivery:
+        return cls(method=str(data.get("method") or "none"), name=data.get("name", ""), care_of=data.get("care_of", ""),
+                   line1=data.get("line1", ""), line2=data.get("line2", ""), town=data.get("town", ""),
+                   state=data.get("state", ""), zip_code=data.get("zip", ""), email=data.get("email", ""))
+
+
+@dataclass(frozen=True)
 class BillOffice:
     """¶13: the Collector's office printed on a bill (where to pay), as its record read when the
     bill was issued: the return address block (USPS capitals), phone, hours and ways to pay in
@@ -346,6 +374,7 @@ class BillSnapshot:
     # transfer goes to ({bank, account, routing}); bills frozen before them have neither.
     payment_reference: str = ""
     transfer: dict[str, str] | None = None
+    delivery: BillDelivery | None = None  # issue 19: paper or e-mail, as chosen at issue; none on older bills
 
     @property
     def late(self) -> bool:
@@ -362,6 +391,7 @@ class BillSnapshot:
             "corrections": list(self.corrections),
             **({"later_due": str(self.later_due)} if self.later_due is not None else {}),
             **({"payment_reference": self.payment_reference, "transfer": self.transfer} if self.payment_reference else {}),
+            **({"delivery": self.delivery.to_json()} if self.delivery is not None else {}),
             "amount_to_pay": _str(self.amount_to_pay),
             "pay_by": _iso(self.pay_by),
             "owed": [line.to_json() for line in self.owed],
@@ -424,6 +454,7 @@ class BillSnapshot:
             corrections=tuple(snap.get("corrections", ())),
             later_due=_dec(snap.get("later_due")),
             payment_reference=snap.get("payment_reference", ""), transfer=snap.get("transfer"),
+            delivery=BillDelivery.from_json(snap["delivery"]) if snap.get("delivery") else None,
         )
 
 

@@ -31,6 +31,9 @@ class ParcelFilter(django_filters.FilterSet):
     owner = django_filters.CharFilter(label=_("Clave del dueño"), field_name="owner__owner_key")
     has_credit = django_filters.ChoiceFilter(label=_("Con crédito (¶7)"), choices=[("yes", _("Sí")), ("no", _("No"))],
                                              method="by_credit", empty_label=_("Todos"))
+    # issue 19: parcels whose owner's mail came back (the owner list shows the owners themselves)
+    returned_mail = django_filters.ChoiceFilter(label=_("Dueño con correo devuelto"), choices=[("yes", _("Sí"))],
+                                               field_name="owner__returned_mail", method="by_returned_mail", empty_label=_("Todos"))
     water_after = django_filters.DateFilter(label=_("Agua desde (inicio)"), field_name="water_since", lookup_expr="gte")
     water_before = django_filters.DateFilter(label=_("Agua desde (fin)"), field_name="water_since", lookup_expr="lte")
     o = OrderingFilter(
@@ -70,6 +73,9 @@ class ParcelFilter(django_filters.FilterSet):
         if value == "pumped":
             return queryset.filter(gravity_acres=0)
         return queryset.filter(gravity_acres__gt=0, pumped_acres__gt=0)
+
+    def by_returned_mail(self, queryset, name, value):
+        return queryset.filter(owner__returned_mail=True) if value == "yes" else queryset
 
     def by_credit(self, queryset, name, value):
         if value == "yes":

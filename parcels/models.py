@@ -16,6 +16,12 @@ Design:
 - ``Owner`` keeps the language its documents are issued in and a mailing address in parts (lines,
   town, state, ZIP or ZIP+4, c/o; ``parcels.addresses``), whole or absent, checked by the database;
   ``Owner.address_block`` is the USPS block a window envelope shows.
+- Mailing (issue 19): ``Owner`` keeps the day its address was last entered or confirmed by staff
+  (``address_confirmed_on``), a *returned mail* flag (``returned_mail``) with its history in
+  ``ReturnedMail`` (one append-only row per envelope the post office sent back; the flag clears
+  when a new address is entered or the address is confirmed), and how the owner wants bills
+  delivered (``delivery``: paper, or e-mail once ``email_confirmed_at`` is set; the database
+  refuses e-mail delivery to an unconfirmed address).
 - ``StaffProfile`` holds an officer's title (*cargo*); with the User's first and last name it is
   what certificates and notices are signed with (``parcels.officers``).
 - ``SecondFactorReset`` records an administrator removing a user's second-factor devices
@@ -73,6 +79,10 @@ class Owner(models.Model):
         SPANISH = "es", pgettext_lazy("idioma de un dueño", "Español")
         ENGLISH = "en", pgettext_lazy("idioma de un dueño", "Inglés")
 
+    class Delivery(models.TextChoices):
+        PAPER = "paper", pgettext_lazy("entrega de los avisos", "Papel, por correo postal")
+        EMAIL = "email", pgettext_lazy("entrega de los avisos", "Correo electrónico")
+
     STATE_CHOICES = [(code, code) for code in STATES]
 
     owner_key = models.CharField(_("clave del dueño"), max_length=40, unique=True)
@@ -108,6 +118,13 @@ class Owner(models.Model):
     # 0009_owner_language_and_address): kept as it was, shown beside the parts; no longer edited.
     mailing_address = models.TextField(_("dirección postal anterior (texto libre)"), blank=True)
     kind = models.CharField(_("tipo"), max_length=10, choices=Kind.choices, default=Kind.PRIVATE)
+    # Issue 19, mailing: the day staff last entered or confirmed the postal address; whether mail
+    # sent to it came back (history: ``ReturnedMail``); paper or e-mail delivery of bills.
+    address_confirmed_on = models.DateField(_("dirección confirmada el"), null=True, blank=True)
+    returned_mail = models.BooleanField(_("correo devuelto"), default=False, db_default=False)
+    delivery = models.CharField(
+        _("entrega de los avisos"), max_length=5, choices=Delivery.choices, default=Delivery.PAPER, db_default=Delivery.PAPER,
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -121,6 +138,12 @@ class Owner(models.Model):
         ]
         constraints = [
             models.CheckConstraint(condition=Q(preferred_language__in=["es", "en"]), name="owner_language_valid"),
+            # Issue 19: bills go by e-mail only to an address the owner confirmed (the link was opened).
+            models.CheckConstraint(
+                condition=Q(delivery="paper") | (Q(delivery="email") & ~Q(email="") & Q(email_confirmed_at__isnull=False)),
+                name="owner_email_delivery_confirmed",
+                violation_error_message=_("Los avisos se envían por correo electrónico solo a una dirección confirmada."),
+            ),
             models.CheckConstraint(condition=Q(address_state__in=list(STATES)), name="owner_state_valid"),
             models.CheckConstraint(
                 condition=Q(address_zip="") | Q(address_zip__regex=ZIP_PATTERN), name="owner_zip_format",
@@ -250,6 +273,27 @@ class Parcel(models.Model):
         if self.gravity_acres and self.pumped_acres:
             return "mixed"
         return "gravity" if self.gravity_acres else "pumped"
+
+
+class ReturnedMail(models.Model):
+    """Issue 19: an envelope the post office sent back, recorded by a clerk: the owner it was
+    addressed to, the parcel, and the bill number when the clerk gave one (``parcels`` knows no
+    bills, so the number is kept as printed). Recording one flags the owner (``Owner.returned_mail``)
+    for a new address; the rows stay as the history of returns (append-only)."""
+
+    owner = models.ForeignKey(Owner, on_delete=models.PROTECT, related_name="returned_mails", verbose_name=_("dueño"))
+    parcel = models.ForeignKey("Parcel", on_delete=models.PROTECT, related_name="+", verbose_name=_("predio"))
+    bill_number = models.CharField(_("número de aviso"), max_length=24, blank=True)
+    address = models.CharField(_("dirección a la que se envió"), max_length=300, blank=True)
+    note = models.CharField(_("nota"), max_length=300, blank=True)
+    recorded_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    recorded_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-recorded_at", "-id"]
+        verbose_name = _("correo devuelto")
+        verbose_name_plural = _("correo devuelto")
+        triggers = APPEND_ONLY
 
 
 class OwnershipTransfer(models.Model):

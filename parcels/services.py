@@ -24,7 +24,16 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_noop
 
 from .imports import ImportError_, Message, ParcelRow, parse_parcel_csv
-from .models import Owner, OwnerAccount, OwnershipTransfer, Parcel, PasswordChangeDue, StaffProfile, cuerdas_to_acres
+from .models import (
+    Owner,
+    OwnerAccount,
+    OwnershipTransfer,
+    Parcel,
+    PasswordChangeDue,
+    ReturnedMail,
+    StaffProfile,
+    cuerdas_to_acres,
+)
 from .roles import LANDOWNER, ROLES, STAFF_ROLES
 
 PARCEL_FIELDS = ("gravity_acres", "pumped_acres", "inclusion", "water_since", "credit_percent")
@@ -51,6 +60,8 @@ OWNER_DETAILS = (
     "kind", "email", "preferred_language", "care_of", "address_line1", "address_line2", "address_town",
     "address_state", "address_zip",
 )
+# The parts of the postal address: entering any of them anew is a new address (issue 19).
+ADDRESS_FIELDS = ("care_of", "address_line1", "address_line2", "address_town", "address_state", "address_zip")
 
 
 @transaction.atomic
@@ -66,6 +77,7 @@ def owner_create(
         preferred_language=preferred_language, care_of=care_of, address_line1=address_line1,
         address_line2=address_line2, address_town=address_town, address_state=address_state,
         address_zip=address_zip, mailing_address=mailing_address,
+        address_confirmed_on=timezone.localdate() if address_line1 else None,
     )
     owner.full_clean()
     with acting(acting_user):
@@ -79,12 +91,86 @@ def owner_update(*, acting_user: Any, owner: Owner, **changes: Any) -> Owner:
     unknown = set(changes) - {"name", "mailing_address", *OWNER_DETAILS}
     if unknown:
         raise TypeError(f"owner_update() cannot change {sorted(unknown)}")
+    changes = {name: value for name, value in changes.items() if getattr(owner, name) != value} or changes
+    if any(name in ADDRESS_FIELDS and getattr(owner, name) != value for name, value in changes.items()):
+        # Issue 19: a new address entered by staff counts as confirmed that day and clears the
+        # returned-mail flag (the post office's return was about the old one).
+        changes.update(address_confirmed_on=timezone.localdate() if changes.get("address_line1", owner.address_line1) else None,
+                       returned_mail=False)
+    if "email" in changes and changes["email"] != owner.email:
+        # Issue 19: a new e-mail address is not confirmed; bills go on paper until it is.
+        changes.update(email_confirmed_at=None, delivery=Owner.Delivery.PAPER)
     for name, value in changes.items():
         setattr(owner, name, value)
     owner.full_clean()
     with acting(acting_user):
         owner.save(update_fields=list(changes))
     return owner
+
+
+@transaction.atomic
+def owner_address_confirm(*, acting_user: Any, owner: Owner) -> Owner:
+    """Issue 19: staff confirmed the postal address on file with the owner (by phone, at the
+    counter): it is dated today and the returned-mail flag clears."""
+    owner = Owner.objects.select_for_update().get(pk=owner.pk)
+    if not owner.has_mailing_address:
+        raise ValidationError(_("El dueño no tiene dirección postal que confirmar: escriba una nueva."))
+    owner.address_confirmed_on = timezone.localdate()
+    owner.returned_mail = False
+    with acting(acting_user):
+        owner.save(update_fields=["address_confirmed_on", "returned_mail"])
+    return owner
+
+
+@transaction.atomic
+def owner_email_set(*, acting_user: Any, owner: Owner, email: str) -> Owner:
+    """Issue 19: the owner (from the portal) or staff enters an e-mail address; a new one is not
+    confirmed yet, so delivery falls back to paper until the link sent to it is opened."""
+    return owner_update(acting_user=acting_user, owner=Owner.objects.select_for_update().get(pk=owner.pk), email=email.strip())
+
+
+@transaction.atomic
+def owner_email_confirm(*, owner_id: int, email: str) -> Owner:
+    """Issue 19: the confirmation link for ``email`` was opened; refused when the owner's address
+    changed since the link was sent (the link confirms that address only)."""
+    owner = Owner.objects.select_for_update().filter(pk=owner_id).first()
+    if owner is None or not owner.email or owner.email.lower() != email.lower():
+        raise ValidationError(_("El enlace no corresponde a la dirección de correo que tiene registrada."))
+    if owner.email_confirmed_at is None:
+        owner.email_confirmed_at = timezone.now()
+        with acting(None, source="email-confirmation"):
+            owner.save(update_fields=["email_confirmed_at"])
+    return owner
+
+
+@transaction.atomic
+def owner_delivery_set(*, acting_user: Any, owner: Owner, delivery: str) -> Owner:
+    """Issue 19: paper or e-mail delivery of the owner's bills; e-mail only to a confirmed address
+    (the database refuses it too: ``owner_email_delivery_confirmed``)."""
+    owner = Owner.objects.select_for_update().get(pk=owner.pk)
+    if delivery not in Owner.Delivery.values:
+        raise ValidationError(_("Forma de entrega desconocida."))
+    if delivery == Owner.Delivery.EMAIL and (not owner.email or owner.email_confirmed_at is None):
+        raise ValidationError(_("Confirme primero su correo electrónico: abra el enlace que le enviamos."))
+    owner.delivery = delivery
+    with acting(acting_user):
+        owner.save(update_fields=["delivery"])
+    return owner
+
+
+@transaction.atomic
+def returned_mail_record(*, acting_user: Any, owner: Owner, parcel: Parcel, bill_number: str = "", address: str = "",
+                         note: str = "") -> ReturnedMail:
+    """Issue 19: an envelope came back; the owner is flagged for a new address (the registry lists
+    flagged owners) and the return is kept in the owner's history of returns."""
+    returned = ReturnedMail(owner=owner, parcel=parcel, bill_number=bill_number, address=address[:300], note=note.strip()[:300],
+                            recorded_by=acting_user)
+    returned.full_clean()
+    with acting(acting_user):
+        returned.save()
+        Owner.objects.filter(pk=owner.pk).update(returned_mail=True)
+    owner.returned_mail = True
+    return returned
 
 
 def _areas(*, unit: str, gravity: Decimal, pumped: Decimal) -> dict[str, Any]:
@@ -164,6 +250,8 @@ OWNER_COLUMNS = (
     "name", "email", "kind", "preferred_language", "care_of", "address_line1", "address_line2", "address_town",
     "address_state", "address_zip",
 )
+# The parts of the postal address: entering any of them anew is a new address (issue 19).
+ADDRESS_FIELDS = ("care_of", "address_line1", "address_line2", "address_town", "address_state", "address_zip")
 NEW_OWNER = ("", "", "", "es", "", "", "", "", "PR", "")  # what an owner has before the file
 PARCEL_COLUMNS = ("gravity_acres", "pumped_acres", "inclusion", "water_since", "credit_percent")
 

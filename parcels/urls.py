@@ -13,6 +13,7 @@ urlpatterns = [
     path("duenos/nuevo/", views.owner_create, name="owner-create"),
     path("duenos/<int:pk>/", views.owner_detail, name="owner-detail"),
     path("duenos/<int:pk>/editar/", views.owner_edit, name="owner-edit"),
+    path("duenos/<int:pk>/confirmar-direccion/", views.owner_address_confirm, name="owner-address-confirm"),
     path("importar/", views.import_upload, name="import-upload"),
     path("importar/plantilla.csv", views.import_template, name="import-template"),
     path("importar/<int:pk>/", views.import_detail, name="import-detail"),

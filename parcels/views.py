@@ -116,12 +116,19 @@ def parcel_transfer(request: HttpRequest, pk: int) -> HttpResponse:
 
 @role_required(*REGISTRY_READERS)
 def owner_list(request: HttpRequest) -> HttpResponse:
+    """The owners; ``?devuelto=1`` lists only those flagged by returned mail (issue 19), whose
+    count the page always shows with a link."""
     owners = Owner.objects.order_by("name", "owner_key")
     query = request.GET.get("q", "").strip()
+    returned = request.GET.get("devuelto") == "1"
+    if returned:
+        owners = owners.filter(returned_mail=True)
     if query:
         owners = owners_matching(owners, query)
     page = Paginator(owners, PAGE_SIZE).get_page(request.GET.get("page"))
-    return render(request, "parcels/owner_list.html", {"page": page, "q": query})
+    return render(request, "parcels/owner_list.html", {
+        "page": page, "q": query, "returned": returned, "returned_count": Owner.objects.filter(returned_mail=True).count(),
+    })
 
 
 @role_required(*REGISTRY_READERS)
@@ -131,7 +138,23 @@ def owner_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "owner": owner, "parcels": owner.parcels.order_by("parcel_id")[:500],
         "history": related_names_prime(
             selectors.audit_events().filter(pgh_obj_model="parcels.Owner", pgh_obj_id=str(owner.pk))[:50]),
+        "returns": owner.returned_mails.select_related("parcel", "recorded_by")[:50],
+        "can_edit": has_role(request.user, AUTHORITY),
     })
+
+
+@role_required(AUTHORITY)
+@require_POST
+def owner_address_confirm(request: HttpRequest, pk: int) -> HttpResponse:
+    """Issue 19: staff confirmed the address on file with the owner; the returned-mail flag clears."""
+    owner = get_object_or_404(Owner, pk=pk)
+    try:
+        services.owner_address_confirm(acting_user=request.user, owner=owner)
+    except ValidationError as exc:
+        messages.error(request, " ".join(exc.messages))
+    else:
+        messages.success(request, _("Dirección confirmada hoy."))
+    return redirect("parcels:owner-detail", pk=owner.pk)
 
 
 @role_required(AUTHORITY)

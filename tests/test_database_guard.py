@@ -25,7 +25,7 @@ from django.utils import timezone
 from billing import bulk
 from billing.management.commands import backup
 from billing.models import BooksCheck, Charge, Office, RefundRequest
-from billing.services import bills, books_checks, counter, reminders
+from billing.services import bills, books_checks, counter, mailing, reminders
 from parcels.database import RoleError, app_role_grant
 from parcels.models import AccessEvent, Parcel
 from parcels.second_factor import second_factor_reset
@@ -68,6 +68,8 @@ GUARDED = {
     # parcels: the registry's change history, the access log, second-factor resets
     "parcels_ownerevent", "parcels_parcelevent", "parcels_ownershiptransferevent", "parcels_accessevent",
     "parcels_secondfactorreset", "parcels_secondfactorresetevent", "parcels_staffprofileevent",
+    # issue 19, mailing: returned envelopes, and every e-mail that sent a bill (or failed to)
+    "parcels_returnedmail", "billing_billemail",
 }
 
 
@@ -100,13 +102,18 @@ def full_books(district_1, staff):
     fill_ledger_tables(staff)
     counter.day_close(acting_user=staff["supervisor"], office=Office.objects.get(code="LAJ"), day=date(2026, 7, 2),
                        counted_cash=Decimal("9180.00"), counted_checks=Decimal("0.00"))
-    buyer = owner_create(acting_user=staff["authority"], name="Ana Ortiz Matos", owner_key="OWN-T")
+    buyer = owner_create(acting_user=staff["authority"], name="Ana Ortiz Matos", owner_key="OWN-T", email="ana@example.pr")
+    # issue 19: the buyer confirmed her e-mail and chose e-mail delivery (the batch below e-mails her
+    # bill: a BillEmail row); the post office returned P1's mail (a ReturnedMail row)
+    mailing.delivery_email_confirm(token=mailing.email_confirm_token(buyer))
+    mailing.delivery_choose(acting_user=None, owner=buyer, delivery="email")
+    mailing.returned_mail_record(acting_user=staff["hacienda"], reference="P1")
     parcel_transfer(acting_user=staff["authority"], parcel=Parcel.objects.get(parcel_id="P2"), to_owner=buyer,
                     effective_on=date(2026, 7, 15))
     # an officer's title (what certificates are signed with) and its history
     staff_profile_set(acting_user=staff["authority"], user=staff["hacienda"], full_name="Ana Rivera Soto",
                       title="Colector de Rentas Internas")
-    # a merged bulk-printing part (billing.bulk)
+    # a merged bulk-printing part (billing.bulk) and an e-mailed bill
     bulk.bill_batch_run(batch=bills.bill_batch_start(staff["hacienda"], "2026-2027", 2), processes=1)
     # the e-mail reminders of 16 August 2026 (issue 19) to the confirmed owner of example 1
     owner = Parcel.objects.get(parcel_id="P1").owner

@@ -24,7 +24,7 @@ from parcels.jobs import JobBusy, job_defer
 from parcels.models import Job, Parcel
 from parcels.roles import COLLECTOR, HACIENDA, LANDOWNER, SUPERVISOR, has_role
 
-from .. import chain, documents, rules
+from .. import chain, documents, mailing, rules
 from ..accounts import (
     AS_OF_DAY,
     KnownBy,
@@ -181,6 +181,7 @@ def bill_snapshot(*, charge: Charge, issued_on: date, facts: AccountFacts | None
         office=office, later_due=facts.to_pay.later_due if facts.to_pay else None,
         # issue 19, ¶13: how to pay by bank transfer, frozen with the bill
         payment_reference=transfer.reference, transfer=transfer.to_json(),
+        delivery=mailing.delivery_of(parcel.owner),  # issue 19: paper or e-mail, as chosen today
     ).to_json()
 
 
@@ -278,6 +279,7 @@ def zero_notice_snapshot(*, line: RollLine, issued_on: date, dues: dict[int, str
         "mailing_block": list(parcel.owner.mailing_block()),
         "language": parcel.owner.preferred_language,
         "office": office.to_json() if office else None,
+        "delivery": mailing.delivery_of(parcel.owner).to_json(),  # issue 19
     }
 
 

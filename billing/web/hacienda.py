@@ -614,6 +614,9 @@ def bill_batch(request: HttpRequest, pk: int) -> HttpResponse:
     return render(request, "billing/hacienda/bill_batch.html", {
         "batch": batch, "job": batch.job, "parts": parts, "bills": batch.bills.count(), "error": error,
         "running": batch.job is not None and batch.job.status in ("queued", "running"),
+        # issue 19: the paper bills (the mailing list's rows) and those e-mailed instead
+        "paper": sum(part.pages for part in parts),
+        "emailed": batch.bills.filter(emails__status="sent").count(),
     })
 
 

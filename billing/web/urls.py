@@ -5,7 +5,7 @@ from django.urls import path
 
 from levy.urls import FiscalYearConverter  # noqa: F401  (registers the ``fiscal_year`` converter)
 
-from . import bank, books, counter, hacienda, home, journal, offices, portal, public, registers, roll, verify
+from . import bank, books, counter, hacienda, home, journal, mailing, offices, portal, public, registers, roll, verify
 
 home_page = home.home
 
@@ -49,6 +49,8 @@ collections_patterns = [
     path("avisos/<int:pk>/", hacienda.bill_batch, name="bill-batch"),
     path("avisos/<int:pk>/parte/<int:index>/", hacienda.bill_batch_part, name="bill-batch-part"),
     path("diario/", journal.journals, name="journals"),  # issue 19: the fund journal
+    path("avisos/<int:pk>/correo/<str:what>.csv", mailing.batch_mailing_list, name="bill-batch-mailing"),
+    path("correo-devuelto/", mailing.returned_mail, name="returned-mail"),
 ]
 
 # /portal/ (namespace ``portal``): the landowner portal
@@ -59,6 +61,8 @@ portal_patterns = [
     path("predio/<int:pk>/estado-de-cuenta/", portal.statement_pdf, name="statement-pdf"),
     path("embargo/<int:pk>/pdf/", portal.seizure_pdf, name="seizure-pdf"),
     path("activar/<uidb64>/<token>/", portal.ActivateView.as_view(), name="activate"),
+    path("entrega/", mailing.delivery, name="delivery"),
+    path("entrega/confirmar/<str:token>/", mailing.email_confirm, name="email-confirm"),
 ]
 
 # /cuanto-debo/ (namespace ``owed``): the public lookup

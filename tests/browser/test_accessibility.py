@@ -39,11 +39,12 @@ def pages(p1: Parcel, owner: Owner, receipt_pk: int) -> dict[str, list[str]]:
         "hacienda": ["/contribucion/2026-2027/hoja/", "/contribucion/2026-2027/padron/", "/contribucion/2026-2027/correcciones/",
                      "/cobros/morosos/", f"/cobros/predio/{p1.pk}/embargo/", f"/cobros/predio/{p1.pk}/certificaciones/",
                      "/cobros/cierres/", "/cobros/avisos/", f"/colecturia/recibo/{receipt_pk}/", "/auditoria/libros/",
-                     "/cobros/oficinas/", "/cobros/oficinas/LAJ/", "/auditoria/registros/?kind=receipts&start=01/07/2026&end=31/07/2026"],
+                     "/cobros/oficinas/", "/cobros/oficinas/LAJ/", "/auditoria/registros/?kind=receipts&start=01/07/2026&end=31/07/2026",
+                     "/cobros/correo-devuelto/", "/duenos/?devuelto=1"],
         "collector": ["/colecturia/", "/colecturia/?q=P1", f"/colecturia/predio/{p1.pk}/", f"/colecturia/predio/{p1.pk}/estado/",
                       "/colecturia/cuadre/"],
         "landowner": ["/", f"/predios/{p1.pk}/", f"/colecturia/predio/{p1.pk}/estado/", f"/colecturia/recibo/{receipt_pk}/",
-                      "/cuenta/seguridad/", "/cuenta/inscribir/"],
+                      "/cuenta/seguridad/", "/cuenta/inscribir/", "/portal/entrega/"],
         "anonymous": ["/cuenta/entrar/", "/portal/crear-cuenta/", "/cuenta/clave/olvido/", "/cuanto-debo/"],
     }
 

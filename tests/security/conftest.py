@@ -87,6 +87,7 @@ def _build() -> World:
     from billing.models import Charge
     from billing.services.installments import roll_finalize
     from levy.services import estimate_certify, estimate_enter, levy_compute, levy_compute_start
+    from parcels.models import Owner
     from parcels.services import import_upload_create, owner_create, parcel_create, user_create
     from parcels.tasks import parse_upload
 
@@ -102,6 +103,10 @@ def _build() -> World:
     }
     for index, name in enumerate(FORMULA_NAMES, start=1):
         owners[f"F{index}"] = owner(f"OWN-F{index}", name)
+    # issue 19: an owner whose postal address was last confirmed long ago (staff confirm it again)
+    owners["M"] = owner_create(acting_user=None, name="Marta Colón Ruiz", owner_key="OWN-M", address_line1="Calle 3 #4",
+                               address_town="Lajas", address_zip="00667")
+    Owner.objects.filter(pk=owners["M"].pk).update(address_confirmed_on=date(2025, 1, 15))
 
     def parcel(code: str, who: str, gravity: str = "10", pumped: str = "0", water_since: date = date(2000, 1, 1)) -> Any:
         return parcel_create(

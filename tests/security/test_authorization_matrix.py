@@ -224,7 +224,8 @@ SUPERVISOR = frozenset({"supervisor"})
 CERTIFIERS = frozenset({"hacienda", "collector", "supervisor"})
 OFFICE_EDITORS = frozenset({"hacienda", "supervisor"})  # billing.services.offices
 ON_DEMAND = frozenset({"landowner", "collector", "supervisor", "hacienda"})
-LANDOWNER_POSTS = {"portal:installment-bill", "portal:statement-pdf"}  # their own parcels' documents only
+LANDOWNER_POSTS = {"portal:installment-bill", "portal:statement-pdf",  # their own parcels' documents only
+                   "portal:delivery"}  # issue 19: their own owner record's delivery choice
 
 
 def first_installment(w: World, code: str, number: int = 1) -> int:
@@ -377,6 +378,17 @@ MATRIX: dict[str, Route] = {
                                       post_data=lambda w: {"fiscal_year": YEAR, "number": "1", "parcel_prefix": "B"}),
     "collections:bill-batch": Route(get=by_role(HACIENDA), targets=lambda w: pk(w.extra["batch"])),
     "collections:bill-batch-part": Route(get=by_role(HACIENDA), targets=lambda w: [{"pk": w.extra["batch"].pk, "index": 0}]),
+    # issue 19, mailing: a batch's mailing list; returned mail (the Authority's and Hacienda's clerks
+    # record, the auditor reads); the landowner's delivery choice; the e-mail confirmation link (public,
+    # a bad link is 400); staff confirming an owner's address (POST only)
+    "collections:bill-batch-mailing": Route(get=by_role(HACIENDA), targets=lambda w: [{"pk": w.extra["batch"].pk, "what": "lista"}]),
+    "collections:returned-mail": Route(get=by_role(AUTHORITY | HACIENDA | {"auditor"}), post_roles=AUTHORITY | HACIENDA,
+                                       post_data=lambda w: {"reference": w.parcels["A1"].parcel_id}),
+    "portal:delivery": Route(get=by_role({"landowner"}), post_roles=frozenset({"landowner"}),
+                             post_data=lambda w: {"action": "email", "email-email": "nuevo-correo@example.pr"}),
+    "portal:email-confirm": Route(get=public(400), targets=lambda w: [{"token": "bad.token"}]),
+    "parcels:owner-address-confirm": Route(get=post_only(AUTHORITY, role_checked_first=True), targets=lambda w: pk(w.owners["M"]),
+                                           post_roles=AUTHORITY),
 }
 
 
@@ -436,10 +448,12 @@ def test_the_matrix_follows_the_design():
         "parcels:import-confirm", "levy:estimate-certify", "levy:compute", "levy:finalize", "billing:void",
         "billing:day-close", "billing:refund", "billing:refund-decide", "billing:session-extend",  # POST only: a GET is 405 before anything else
         "portal:installment-bill", "portal:statement-pdf", "owed:lookup",
+        "portal:email-confirm",  # issue 19: the signed link is its own proof
     }
     landowner_pages = {name for name, route in MATRIX.items()
                        if route.get["landowner"] == 200 and route.get[ANONYMOUS] == LOGIN}
-    own_account = {"account:security", "account:enrol"}  # the signed-in user's own second factor
+    own_account = {"account:security", "account:enrol",  # the signed-in user's own second factor
+                   "portal:delivery"}  # and (issue 19) their own owner record's delivery choice
     assert landowner_pages == {"home", "parcels:parcel-detail", "billing:statement", "billing:receipt",
                                "billing:receipt-pdf", "billing:document-pdf", *own_account}
     assert all(MATRIX[name].others is not None for name in landowner_pages - {"home", *own_account})

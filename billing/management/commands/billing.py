@@ -12,7 +12,7 @@ from pathlib import Path
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandParser
 
-from billing import accounts, documents, registers, wording
+from billing import accounts, documents, mailing, registers, wording
 from billing.errors import BillingError
 from billing.models import Payment, ReprintLog
 from billing.services import bank as bank_services
@@ -26,7 +26,7 @@ from parcels.models import Job
 
 class Command(BaseCommand):
     help = ("Billing and collection: pay, statement, delinquent, water-import, water-rate, water-bill; documents: receipt, bill, "
-            "certificate, bulk-bills; reminders.")
+            "certificate, bulk-bills, mailing-list; reminders, payments-import, journal, register.")
 
     def add_arguments(self, parser: CommandParser) -> None:
         sub = parser.add_subparsers(dest="action", required=True)
@@ -84,6 +84,13 @@ class Command(BaseCommand):
         bulk.add_argument("--user", required=True)
         bulk.add_argument("--parcel-prefix", default="", help="only parcels whose cadastre number starts with this")
         bulk.add_argument("--processes", type=int, help="worker processes that render (default: one per core)")
+
+        mailing_list = sub.add_parser(
+            "mailing-list", help="the semester's mailing list of paper bills (CSV sorted by ZIP, then address) and its counts per ZIP")
+        mailing_list.add_argument("--fiscal-year", required=True, help="e.g. 2026-2027")
+        mailing_list.add_argument("--installment", required=True, type=int, choices=[1, 2])
+        mailing_list.add_argument("--out", required=True,
+                                  help="the CSV to write; the counts per ZIP go beside it, in <name>-por-zip.csv")
 
         void = sub.add_parser("void", help="void a payment by its receipt number (a bounced check; supervisor)")
         void.add_argument("number", help="the receipt number as printed, e.g. LAJ-2026-2027-000001")
@@ -395,6 +402,21 @@ class Command(BaseCommand):
         as_of = self.date(options["as_of"])
         certificate = collection.certificate_issue(acting_user=self.user(options["user"]), parcel=parcel, as_of=as_of)
         self.write_pdf(options["out"], bytes(certificate.document.pdf), f"certificate {certificate.number}")
+
+    def do_mailing_list(self, options: dict) -> None:
+        """Issue 19: one row per paper bill (bill_number, parcel_id, name, care_of, address_line1,
+        address_line2, town, state, zip), sorted by ZIP then address, the order bulk printing merges
+        the bills in; ``<out>-por-zip.csv`` has the bills per ZIP and the total."""
+        rows = mailing.semester_rows(fiscal_year=options["fiscal_year"], number=options["installment"])
+        out = Path(options["out"])
+        if not out.parent.is_dir():
+            raise BillingError(f"no such directory: {out.parent}")
+        counts = out.with_name(f"{out.stem}-por-zip{out.suffix or '.csv'}")
+        with out.open("w", encoding="utf-8", newline="") as handle:
+            written = mailing.write_mailing_list(rows, handle)
+        with counts.open("w", encoding="utf-8", newline="") as handle:
+            mailing.write_zip_counts(rows, handle)
+        self.stdout.write(f"{written} paper bills in {len(mailing.zip_counts(rows))} ZIP code(s): {out}; counts per ZIP: {counts}")
 
     def do_bulk_bills(self, options: dict) -> None:
         """Defer the batch on a queue of its own and be a worker for that queue until it is done

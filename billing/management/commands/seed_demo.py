@@ -41,6 +41,7 @@ from billing.services.collection import office_closure_record, seizure_step_issu
 from billing.services.corrections import roll_correction_create
 from billing.services.counter import day_close, payment_record
 from billing.services.installments import roll_finalize
+from billing.services.mailing import delivery_choose, delivery_email_confirm, email_confirm_token, returned_mail_record
 from billing.services.offices import office_update
 from billing.services.reminders import reminders_send
 from billing.services.reprints import reprint_issue
@@ -67,6 +68,7 @@ DEMO_USERS = [
     ("mellison", "landowner"),  # the English-language owner (documents in English)
 ]
 # The demo's English-language owner: the Authority registers her with *idioma de los documentos* = en.
+DEMO_RETURNED_MAIL_PARCEL = "LAJ-000003"  # issue 19: its owner's mail came back
 ENGLISH_OWNER = {"owner_key": "DEMO-ENGLISH", "name": "Margaret Ellison", "email": "margaret.ellison@example.com",
                  "address_line1": "PO Box 1420", "address_town": "Boquerón", "address_zip": "00622"}
 
@@ -283,6 +285,7 @@ class Command(BaseCommand):
         if bounced is not None:
             payment_void(acting_user=users["supervisor"], payment=bounced, reason=DEMO_VOID_REASON, voided_on=today)
             self.closed_day_and_reprint(users, bounced)
+        self.mailing(users)
         self.english_owner_documents(users, today)
         self.bank_files(users, today, exclude=[*special, getattr(getattr(corrected, "parcel", None), "parcel_id", "")])
         self.first_days_closed(users, today)
@@ -340,6 +343,19 @@ class Command(BaseCommand):
             report = day_report(office=office, day=day)
             day_close(acting_user=users["supervisor"], office=office, day=day, counted_cash=report.expected(Payment.Method.CASH),
                       counted_checks=report.expected(Payment.Method.CHECK))
+
+    def mailing(self, users: dict) -> None:
+        """Issue 19: the English-language owner confirmed her e-mail address (the link the portal
+        sent her) and chose e-mail delivery, so her January bill below froze it (its verification
+        page says so); the post office returned the mail of LAJ-000003's owner,
+        recorded by Hacienda (the owner list shows the flag)."""
+        english = self.english_owner()
+        if english.email:
+            delivery_email_confirm(token=email_confirm_token(english))
+            delivery_choose(acting_user=users["mellison"], owner=english, delivery=Owner.Delivery.EMAIL)
+        if Parcel.objects.filter(parcel_id=DEMO_RETURNED_MAIL_PARCEL).exists():
+            returned_mail_record(acting_user=users["hacienda"], reference=DEMO_RETURNED_MAIL_PARCEL,
+                                 note="Dirección insuficiente (sello del correo)")
 
     def seizure_past_its_term(self, hacienda, today: date) -> None:
         """¶14: the demo landowner's unpaid LAJ-000002: the notice 40 days ago (its 30-day term has
@@ -436,6 +452,9 @@ class Command(BaseCommand):
             f"as auditor: {site}{reverse('registers:register')}?kind=reprints&start={reprint.printed_on:%d/%m/%Y}"
             f"&end={reprint.printed_on:%d/%m/%Y} (the COPIA of receipt {reprint.document.number}); kind=day-closes for the day "
             f"closed $5.00 short"))
+        flagged = Owner.objects.filter(returned_mail=True).order_by("owner_key").first()
+        say("returned mail (issue 19)", flagged and (
+            f"{flagged.name} ({flagged.owner_key}), flagged for a new address: {site}{reverse('parcels:owner-list')}?devuelto=1"))
         closure = OfficeClosure.objects.order_by("pk").first()
         say("office closure (¶12)", closure and (
             f"{closure.day:%d/%m/%Y}, {LastDayMove.objects.filter(closure=closure).count():,} last days moved, "
