@@ -1307,6 +1307,7 @@ class Journal(models.Model):
         ROLL_CORRECTION = "roll_correction", _("Corrección del padrón")
         DAY_CLOSE = "day_close", _("Cierre del día")
         BANK_FILE = "bank_file", _("Archivo del banco")
+        BANK_EXCEPTION = "bank_exception", _("Excepción del banco aplicada")
         VOID = "void", _("Anulación en un día cerrado")
         REFUND = "refund", _("Reembolso en un día cerrado")
 
@@ -1328,7 +1329,7 @@ class Journal(models.Model):
             models.UniqueConstraint(fields=["source", "source_id"], name="one_journal_per_source"),
             models.CheckConstraint(
                 condition=(Q(kind="accrual") & Q(source__in=["roll_finalize", "roll_correction"]))
-                | (Q(kind="collections") & Q(source__in=["day_close", "bank_file"]))
+                | (Q(kind="collections") & Q(source__in=["day_close", "bank_file", "bank_exception"]))
                 | (Q(kind="adjustment") & Q(source__in=["void", "refund"])),
                 name="journal_kind_matches_source",
             ),
@@ -1454,6 +1455,9 @@ class ReminderAttempt(models.Model):
             models.CheckConstraint(condition=Q(status="sent", error="") | Q(status="failed") & ~Q(error=""),
                                    name="reminder_attempt_failure_has_error"),
         ]
+        triggers = APPEND_ONLY
+
+
 class ReprintLog(models.Model):
     """Issue 19: every COPIA reprint of an issued document (receipt, bill, certificate, estado),
     who printed it, when and from where (``billing.services.reprints.reprint_issue``). The stored

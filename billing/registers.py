@@ -37,7 +37,7 @@ from levy.models import Levy, RollCorrection
 
 from . import books, pdf
 from .errors import BillingError
-from .models import Bill, DayClose, IssuedDocument, PaymentVoid, Receipt, Refund, ReprintLog
+from .models import Bill, DayClose, IssuedDocument, PaymentVoid, Receipt, Refund, RefundRequest, ReprintLog
 
 MAX_DAYS = 366 * 5  # the longest period a register covers (five fiscal years)
 
@@ -170,12 +170,14 @@ def voids_register(start: date, end: date) -> Register:
 
 @register_kind("refunds", gettext_lazy("Registro de reembolsos"))
 def refunds_register(start: date, end: date) -> Register:
-    """The refunds dated in the period, as recorded (number, how the money went back, by whom)."""
-    refunds = (Refund.objects.filter(refunded_on__range=(start, end)).select_related("parcel", "office", "refunded_by")
-               .order_by("refunded_on", "pk"))
+    """The refunds paid in the period, as recorded (number, how the money went back — the check's
+    number or the transfer's reference —, who asked and who approved: issue 19's two people)."""
+    refunds = (Refund.objects.filter(refunded_on__range=(start, end))
+               .select_related("parcel", "office", "refunded_by", "request__requested_by").order_by("refunded_on", "pk"))
     rows = tuple(
         (r.number, r.refunded_on, r.parcel.parcel_id, r.amount.amount, r.get_method_display() if r.method else "",
-         r.check_number, r.office.code if r.office else "", r.reason, _who(r.refunded_by))
+         r.check_number or r.transfer_reference, r.office.code if r.office else "", r.reason,
+         _who(getattr(getattr(r, "request", None), "requested_by", None)), _who(r.refunded_by))
         for r in refunds
     )
     with connection.cursor() as cursor:
@@ -183,13 +185,87 @@ def refunds_register(start: date, end: date) -> Register:
     return Register("refunds", TITLES["refunds"], start, end, (
         Column("number", gettext_lazy("Número")), Column("refunded_on", gettext_lazy("Fecha")),
         Column("parcel", gettext_lazy("Predio")), Column("amount", gettext_lazy("Cantidad"), numeric=True),
-        Column("method", gettext_lazy("Forma")), Column("check_number", gettext_lazy("Cheque")),
+        Column("method", gettext_lazy("Forma")), Column("check_number", gettext_lazy("Cheque o transferencia")),
         Column("office", gettext_lazy("Oficina")), Column("reason", gettext_lazy("Razón")),
-        Column("refunded_by", gettext_lazy("Reembolsado por")),
+        Column("requested_by", gettext_lazy("Pedido por")), Column("refunded_by", gettext_lazy("Aprobado por")),
     ), rows, (
         Total("refunds", gettext_lazy("Reembolsos"), ledger.refund_count),
         Total("amount", gettext_lazy("Cantidad reembolsada"), ledger.refunds),
     ))
+
+
+@register_kind("refund-requests", gettext_lazy("Registro de solicitudes de reembolso"))
+def refund_requests_register(start: date, end: date) -> Register:
+    """Issue 19: the refunds asked for in the period, each with what became of it (pending,
+    approved by a second supervisor and paid as the refund numbered, or rejected with the reason)."""
+    requests = (RefundRequest.objects.filter(requested_at__date__range=(start, end))
+                .select_related("parcel", "office", "requested_by", "decided_by", "refund").order_by("requested_at", "pk"))
+    rows = tuple(
+        (r.pk, _local(r.requested_at), r.parcel.parcel_id, r.amount.amount, r.get_method_display(), r.office.code, r.reason,
+         _who(r.requested_by), r.get_status_display(), _who(r.decided_by), _local(r.decided_at) if r.decided_at else "",
+         r.refund.number if r.refund else r.decision_reason)
+        for r in requests
+    )
+    Status = RefundRequest.Status
+
+    def of(status: str | None) -> list[RefundRequest]:
+        return [r for r in requests if status is None or r.status == status]
+
+    return Register("refund-requests", TITLES["refund-requests"], start, end, (
+        Column("request", gettext_lazy("Solicitud")), Column("requested_on", gettext_lazy("Fecha")),
+        Column("parcel", gettext_lazy("Predio")), Column("amount", gettext_lazy("Cantidad"), numeric=True),
+        Column("method", gettext_lazy("Forma")), Column("office", gettext_lazy("Oficina")),
+        Column("reason", gettext_lazy("Razón")), Column("requested_by", gettext_lazy("Pedido por")),
+        Column("status", gettext_lazy("Estado")), Column("decided_by", gettext_lazy("Decidido por")),
+        Column("decided_on", gettext_lazy("Decidido el")),
+        Column("outcome", gettext_lazy("Reembolso o razón del rechazo")),
+    ), rows, (
+        Total("requested", gettext_lazy("Solicitudes"), len(requests)),
+        Total("requested_amount", gettext_lazy("Cantidad solicitada"), sum((r.amount.amount for r in requests), Decimal("0.00"))),
+        Total("approved", gettext_lazy("Aprobadas y pagadas"), len(of(Status.APPROVED))),
+        Total("approved_amount", gettext_lazy("Cantidad pagada"),
+              sum((r.amount.amount for r in of(Status.APPROVED)), Decimal("0.00"))),
+        Total("rejected", gettext_lazy("Rechazadas"), len(of(Status.REJECTED))),
+        Total("pending", gettext_lazy("Pendientes"), len(of(Status.REQUESTED))),
+    ))
+
+
+@register_kind("bank-files", gettext_lazy("Registro de archivos del banco y sus excepciones"))
+def bank_files_register(start: date, end: date) -> Register:
+    """Issue 19, ¶13: every line of the collecting banks' files imported in the period, with its
+    outcome, receipt and, for an exception, how a supervisor resolved it; the control totals are
+    ``services.bank.bank_files_register``'s (count and sum of lines, applied, exceptions by
+    resolution, already applied, returned)."""
+    from .services import bank
+
+    found = bank.bank_files_register(start, end)
+    rows = []
+    for item in found.files:
+        for line in item.lines:
+            resolution = getattr(line, "resolution", None)
+            receipt = getattr(line.payment, "receipt", None) if line.payment_id else None
+            if resolution is not None and resolution.payment_id:
+                receipt = resolution.payment.receipt
+            rows.append((
+                item.bank_file.bank.code, item.bank_file.original_name, _local(item.bank_file.imported_at), line.line_number,
+                line.trace_number, line.value_date, line.amount.amount, line.reference, line.get_outcome_display(),
+                line.parcel.parcel_id if line.parcel_id else "", receipt.display_number if receipt else "",
+                line.exception_reason, resolution.get_action_display() if resolution else "",
+                _who(resolution.resolved_by) if resolution else "",
+            ))
+    totals = []
+    for total in found.totals:
+        totals.append(Total(total.name, total.label, total.count))
+        totals.append(Total(f"{total.name}_amount", f"{total.label} ($)", total.amount))
+    return Register("bank-files", TITLES["bank-files"], start, end, (
+        Column("bank", gettext_lazy("Banco")), Column("file", gettext_lazy("Archivo")),
+        Column("imported_on", gettext_lazy("Importado el")), Column("line", gettext_lazy("Línea"), numeric=True),
+        Column("trace_number", gettext_lazy("Número de rastreo")), Column("value_date", gettext_lazy("Fecha valor")),
+        Column("amount", gettext_lazy("Cantidad"), numeric=True), Column("reference", gettext_lazy("Referencia")),
+        Column("outcome", gettext_lazy("Resultado")), Column("parcel", gettext_lazy("Predio")),
+        Column("receipt", gettext_lazy("Recibo")), Column("exception", gettext_lazy("Excepción")),
+        Column("resolution", gettext_lazy("Resolución")), Column("resolved_by", gettext_lazy("Resuelta por")),
+    ), tuple(rows), tuple(totals))
 
 
 @register_kind("corrections", gettext_lazy("Registro de correcciones del padrón"))

@@ -46,9 +46,20 @@ from parcels.roles import SUPERVISOR, has_role
 
 from ..accounts import account_state, parcel_by_code
 from ..errors import BillingError
-from ..models import BankFile, BankFileLine, BankLineResolution, Charge, LedgerEntry, Office, Payment, PaymentVoid, Receipt
+from ..models import (
+    BankFile,
+    BankFileLine,
+    BankLineResolution,
+    Charge,
+    Journal,
+    LedgerEntry,
+    Office,
+    Payment,
+    PaymentVoid,
+    Receipt,
+)
 from ..references import InvalidReference, charge_id_from_reference, looks_like_reference
-from . import counter, voids
+from . import counter, journal, voids
 
 ZERO = Decimal("0.00")
 REQUIRED_COLUMNS = ("trace_number", "value_date", "amount", "reference", "payer_name")
@@ -429,18 +440,29 @@ def bank_file_import(*, acting_user: Any, bank: Office, name: str, data: bytes) 
             outcome=item.outcome, parcel=item.parcel, payment=payment,
             exception_reason=item.reason[:300] if item.outcome == BankFileLine.Outcome.EXCEPTION else "",
         )
-    bank_file_collections_posted(bank_file=bank_file, payments=payments, voids=voided)
+    bank_file_collections_posted(acting_user=acting_user, bank_file=bank_file, payments=payments, voids=voided)
     return bank_file
 
 
-def bank_file_collections_posted(*, bank_file: BankFile, payments: list[Payment], voids: list[PaymentVoid]) -> None:
+def bank_file_collections_posted(*, acting_user: Any, bank_file: BankFile, payments: list[Payment],
+                                 voids: list[PaymentVoid], line: BankFileLine | None = None) -> Journal | None:
     """THE single place where a bank file's collections are known, inside its import's
     transaction: ``payments`` applied (each with its receipt in the bank's series, dated its
-    value date) and ``voids`` its returns posted. Issue 19's fund journal writes the file's
-    collections journal here (bank debit against levy receivable, surcharge income, unapplied
-    credits; the voids as their own lines). Exceptions applied later by a supervisor post through
-    ``bank_exception_resolve``, which calls this too, with the one payment."""
-    return None
+    value date) and ``voids`` its returns posted. The fund journal (``services.journal``) writes
+    the file's collections journal here: bank debited against levy receivable, surcharge income,
+    water sales and unapplied credits, the voids as their own lines, split by fund; posted on the
+    day the file was imported (a bank has no office day to close: its journal is per file). An
+    exception a supervisor applies later (``line``) gets a journal of its own, on its day."""
+    if line is not None:
+        source, source_id = Journal.Source.BANK_EXCEPTION, line.pk
+        description = f"Excepción aplicada: línea {line.line_number} del archivo {bank_file.original_name} ({bank_file.bank.code})"
+    else:
+        source, source_id = Journal.Source.BANK_FILE, bank_file.pk
+        description = f"Archivo del banco {bank_file.original_name} ({bank_file.bank.code})"
+    return journal.collections_journal_post(
+        acting_user=acting_user, payments=payments, voids=voids, source=source, source_id=source_id,
+        posted_on=timezone.localdate(), office=bank_file.bank, description=description[:200], money_account="bank",
+    )
 
 
 # --- The exceptions queue ----------------------------------------------------------------------
@@ -501,7 +523,7 @@ def bank_exception_resolve(*, acting_user: Any, line: BankFileLine, action: str,
     resolution.full_clean()
     resolution.save()
     if payment is not None:
-        bank_file_collections_posted(bank_file=line.file, payments=[payment], voids=[])
+        bank_file_collections_posted(acting_user=acting_user, bank_file=line.file, payments=[payment], voids=[], line=line)
     return resolution
 
 

@@ -304,7 +304,8 @@ def collections_journal_post(
     existing = Journal.objects.filter(source=source, source_id=source_id).first()
     if existing is not None:
         return existing
-    kind = (Journal.Kind.COLLECTIONS if source in (Journal.Source.DAY_CLOSE, Journal.Source.BANK_FILE)
+    kind = (Journal.Kind.COLLECTIONS if source in (Journal.Source.DAY_CLOSE, Journal.Source.BANK_FILE,
+                                                   Journal.Source.BANK_EXCEPTION)
             else Journal.Kind.ADJUSTMENT)
     payments = list(Payment.objects.filter(pk__in=[p.pk for p in payments]).select_related("receipt__office"))
     voided = list(Payment.objects.filter(void__in=[v.pk for v in voids]).select_related("receipt__office"))
