@@ -79,6 +79,9 @@ COUNTS: dict[str, str] = {
         "billing_creditapplication", "billing_bookscheck", "billing_bookscheckpoint", "levy_chainlink",
         "levy_rollcorrection", "billing_voidreversal",
         "billing_journal", "billing_journalline",  # issue 19: the fund journal
+        # issue 19: bank files, reminders, e-mailed bills, refund requests, reprints
+        "billing_bankfile", "billing_bankfileline", "billing_banklineresolution", "billing_remindersend",
+        "billing_reminderattempt", "billing_billemail", "billing_refundrequest", "billing_reprintlog",
     )},
     "levy_levy (final)": "SELECT COUNT(*) FROM levy_levy WHERE status = 'final'",
 }

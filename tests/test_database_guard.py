@@ -65,6 +65,10 @@ GUARDED = {
     "billing_refundrequest",
     # billing: the fund journal for accounting (issue 19)
     "billing_journal", "billing_journalline",
+    # billing: the collecting banks' files, their lines and the resolutions of their exceptions (issue 19)
+    "billing_bankfile", "billing_bankfileline", "billing_banklineresolution",
+    # billing: every COPIA reprint of an issued document (issue 19, the registers)
+    "billing_reprintlog",
     # parcels: the registry's change history, the access log, second-factor resets
     "parcels_ownerevent", "parcels_parcelevent", "parcels_ownershiptransferevent", "parcels_accessevent",
     "parcels_secondfactorreset", "parcels_secondfactorresetevent", "parcels_staffprofileevent",

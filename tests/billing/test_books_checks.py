@@ -231,7 +231,8 @@ def test_the_schedules_come_from_the_environment():
     shell = periodic_tasks_of_a_process(BOOKS_CHECK_CRON="15 7 * * *", BACKUP_CRON="0 5 * * 0")
     assert shell.returncode == 0, shell.stderr
     billing = [line for line in shell.stdout.splitlines() if line.startswith("billing.")]  # beside the jobs' own
-    assert billing == ["billing.backup nightly 0 5 * * 0", "billing.books_check nightly 15 7 * * *"]
+    assert billing == ["billing.backup nightly 0 5 * * 0", "billing.books_check nightly 15 7 * * *",
+                       "billing.reminders nightly 0 12 * * *"]
 
 
 def test_a_schedule_that_is_not_a_cron_expression_stops_the_start():

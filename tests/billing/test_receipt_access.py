@@ -57,11 +57,18 @@ def test_supervisor_closes_the_day_and_refunds_credit_from_the_pages(client, dis
     assert (close.expected_cash.amount, close.counted_cash.amount) == (paid, paid - 10)
     assert close.explanation == "Billete de $10 roto, devuelto al banco"
     page = client.get(reverse("billing:statement", args=[p3.pk])).content.decode()
-    assert "Reembolsar" in page
-    # issue 18: through its review page, saying how the money went back
+    assert "Pedir el reembolso del crédito" in page
+    # issue 18: through its review page, saying how the money will go back; issue 19: a request that a
+    # second supervisor approves, with the check's number
     post_reviewed(client, reverse("billing:refund", args=[p3.pk]), {"amount": "20.00", "method": "check",
-                                                                    "check_number": "1001", "reason": "Pagó de más"})
-    assert Refund.objects.get().amount.amount == Decimal("20.00")
+                                                                    "reason": "Pagó de más"})
+    assert not Refund.objects.exists()
+    from billing.models import RefundRequest
+    from tests.factories import UserFactory
+
+    counter.refund_approve(acting_user=UserFactory(username="sup_two", role="supervisor"), request=RefundRequest.objects.get(),
+                           check_number="1001")
+    assert (Refund.objects.get().amount.amount, Refund.objects.get().check_number) == (Decimal("20.00"), "1001")
 
 
 @pytest.mark.django_db

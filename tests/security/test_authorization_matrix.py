@@ -350,6 +350,7 @@ MATRIX: dict[str, Route] = {
                                    post_data=lambda w: {"action": "approve"}),
     # --- Hacienda's collections -----------------------------------------------------------------------
     "collections:delinquent": Route(get=by_role({"hacienda", "auditor"})),
+    "collections:journals": Route(get=by_role({"hacienda", "auditor"})),  # issue 19: the fund journal
     "collections:seizure": Route(get=by_role(HACIENDA), targets=lambda w: pk(w.parcels["F1"]) + pk(w.parcels["B1"]),
                                  post_roles=HACIENDA, post_data=reviewed_seizure),
     "collections:seizure-pdf": Route(get=by_role(HACIENDA), targets=lambda w: pk(w.extra["seizure_step"])),

@@ -472,7 +472,7 @@ class Command(BaseCommand):
         say("e-mail reminder log (issue 19)", reminded and (
             f"{reminded.send.parcel.parcel_id}: {reminded.send.get_kind_display()} to {reminded.to_address}, "
             f"{site}{reverse('billing:statement', args=[reminded.send.parcel.pk])}"))
-        journal = Journal.objects.filter(kind=Journal.Kind.COLLECTIONS).order_by("pk").first()
+        journal = Journal.objects.filter(source=Journal.Source.DAY_CLOSE).order_by("pk").first()
         say("fund journal of a day (issue 19)", journal and (
             f"{journal.number}, {journal.day:%d/%m/%Y} at {journal.office.code}, "
             f"{site}{reverse('collections:journals')}?fecha={journal.posted_on:%d/%m/%Y}"))
