@@ -124,6 +124,16 @@ def full_books(district_1, staff):
     owner.email, owner.email_confirmed_at = "carmen@example.pr", timezone.now()
     owner.save(update_fields=["email", "email_confirmed_at"])
     assert reminders.reminders_send(as_of=date(2026, 8, 16)).count("sent") > 0
+    # issue 19: a collecting bank's file whose one line is an exception, kept as unapplied funds, and
+    # a logged COPIA reprint
+    from billing.models import IssuedDocument
+    from billing.services import bank, reprints
+
+    bppr = Office.objects.create(code="BPPR", name="Banco Popular — agente recaudador", kind=Office.Kind.BANK)
+    bank_file = bank.bank_file_import(acting_user=staff["supervisor"], bank=bppr, name="bppr.csv",
+                                      data=b"trace_number,value_date,amount,reference,payer_name\nG1,2026-07-20,25.00,LAJ-404,Nadie\n")
+    bank.bank_exception_resolve(acting_user=staff["supervisor"], line=bank_file.lines.get(), action="unapplied")
+    reprints.reprint_issue(acting_user=staff["supervisor"], document=IssuedDocument.objects.order_by("pk").first(), channel="counter")
     # the nightly check's record, the access log and a second-factor reset
     books_checks.books_check_run(acting_user=staff["hacienda"], trigger=BooksCheck.Trigger.COMMAND)
     access_event_record(acting_user=staff["collector"], kind=AccessEvent.Kind.LOGIN)
