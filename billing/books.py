@@ -863,7 +863,8 @@ def check_journals(cursor: Any, limit: int) -> list[Finding]:
 def check_journal_days(cursor: Any, limit: int) -> list[Finding]:
     """¶13: the journals of each closed office day (``office``, ``day``) move cash and bank by its
     receipts less the voids dated that day of the office's payments and its refunds; and no
-    receipt, void or refund of a closed day is missing from a journal line of its section."""
+    receipt, void or refund of a closed day, nor any receipt of a collecting bank (journaled with
+    its file), is missing from a journal line of its section."""
     rows = _rows(cursor, """
         WITH days AS (SELECT c.office_id, c.day, o.code FROM billing_dayclose c JOIN billing_office o ON o.id = c.office_id),
         collected AS (
@@ -891,6 +892,7 @@ def check_journal_days(cursor: Any, limit: int) -> list[Finding]:
             SELECT 'receipts' AS section, {RECEIPT_NUMBER_SQL} AS number
               FROM billing_payment p JOIN billing_receipt r ON r.payment_id = p.id JOIN billing_office o ON o.id = r.office_id
              WHERE EXISTS (SELECT 1 FROM billing_dayclose c WHERE c.office_id = p.office_id AND c.day = p.paid_on)
+                OR o.kind = 'bank'  -- a collecting bank's receipts are journaled per file (services.bank)
             UNION ALL
             SELECT 'voids', {RECEIPT_NUMBER_SQL}
               FROM billing_paymentvoid v JOIN billing_payment p ON p.id = v.payment_id
@@ -907,7 +909,7 @@ def check_journal_days(cursor: Any, limit: int) -> list[Finding]:
     """, [limit + 1])
     what = {"receipts": "receipt", "voids": "void of receipt", "refunds": "refund"}
     return findings + _limited("journals", missing, limit,
-                               lambda row: f"{what[row[0]]} {row[1]} of a closed day is in no journal")
+                               lambda row: f"{what[row[0]]} {row[1]} is in no journal")
 
 
 # --- Running them ---------------------------------------------------------------------------------

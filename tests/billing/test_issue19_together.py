@@ -84,3 +84,19 @@ def test_the_refund_requests_register_says_what_became_of_each(district_1, staff
     paid = registers.register_build("refunds", date(2026, 7, 20), date(2026, 7, 20))
     (row,) = paid.rows
     assert (row[0], row[5], row[8], row[9]) == (refund.number, "1234", "sup", "sup2")
+
+
+@pytest.mark.django_db
+@pytest.mark.books_unchecked
+def test_verify_books_finds_a_bank_receipt_missing_from_every_journal(district_1, staff, bppr, monkeypatch):
+    from billing import books
+    from tests.test_anchors import as_database_owner
+
+    at(monkeypatch, date(2026, 7, 20))
+    bank_file = import_file(staff, bppr, first_file())
+    assert books.verify() == []  # collected by the bank and journaled with its file
+    journal = Journal.objects.get(source=Journal.Source.BANK_FILE, source_id=bank_file.pk)
+    as_database_owner(("DELETE FROM billing_journalline WHERE journal_id = %s", [journal.pk]))
+    found = [str(f) for f in books.verify()]
+    for line in bank_file.lines.filter(outcome=BankFileLine.Outcome.APPLIED):
+        assert f"journals: receipt {line.payment.receipt.display_number} is in no journal" in found

@@ -328,8 +328,8 @@ def test_verify_books_finds_a_receipt_of_a_closed_day_missing_from_every_journal
     found = [str(f) for f in books.verify()]
     assert f"journals: journal {journal.number} has no lines" in found
     for receipt in busy_day["receipts"]:
-        assert f"journals: receipt {receipt.display_number} of a closed day is in no journal" in found
-    assert f"journals: refund {busy_day['refund'].number} of a closed day is in no journal" in found
+        assert f"journals: receipt {receipt.display_number} is in no journal" in found
+    assert f"journals: refund {busy_day['refund'].number} is in no journal" in found
 
 
 # --- The CSV for Hacienda's accounting system ----------------------------------------------------------------
