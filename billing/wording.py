@@ -218,7 +218,8 @@ def short_date(day: date | None) -> str:
 
 
 def money_text(amount: Decimal) -> str:
-    return f"${amount:,.2f}"
+    """An amount as the office writes it in a sentence: ``$1,234.56``, a negative one ``-$5.00``."""
+    return f"-${-amount:,.2f}" if amount < 0 else f"${amount:,.2f}"
 
 
 def _cause(*, by: bool, source: str, correction: int | None, roll: str, closure_day: date | None,

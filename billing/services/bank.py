@@ -59,6 +59,7 @@ from ..models import (
     Receipt,
 )
 from ..references import InvalidReference, charge_id_from_reference, looks_like_reference
+from ..wording import money_text
 from . import counter, journal, voids
 
 ZERO = Decimal("0.00")
@@ -252,10 +253,6 @@ def bank_office(code: str) -> Office:
     return office
 
 
-def _money(value: Decimal) -> str:
-    return f"${value:,.2f}"
-
-
 def _parcel_of(reference: str) -> tuple[Parcel | None, str]:
     """The parcel a line's reference names (an RF reference of a charge, or a cadastre number),
     or why none (for the exceptions queue)."""
@@ -340,7 +337,7 @@ def _plan_payment(*, line: FileLine, planned_amount: dict[int, Decimal], planned
     if line.amount > open_total:
         return LinePlan(line=line, outcome=exception, parcel=parcel, reason=_(
             "La cantidad %(a)s es mayor que lo pendiente de los cargos emitidos del predio %(p)s (%(o)s).") % {
-                "a": _money(line.amount), "p": parcel.parcel_id, "o": _money(open_total)})
+                "a": money_text(line.amount), "p": parcel.parcel_id, "o": money_text(open_total)})
     return LinePlan(line=line, outcome=BankFileLine.Outcome.APPLIED, parcel=parcel)
 
 
@@ -363,7 +360,7 @@ def _plan_return(*, bank: Office, line: FileLine, planned_voids: set[int]) -> Li
     if payment.amount.amount != line.amount:
         return LinePlan(line=line, outcome=exception, parcel=payment.parcel, reason=_(
             "La devolución es de %(a)s y el pago del rastreo %(t)s fue de %(p)s.") % {
-                "a": _money(line.amount), "t": line.original_trace_number, "p": _money(payment.amount.amount)})
+                "a": money_text(line.amount), "t": line.original_trace_number, "p": money_text(payment.amount.amount)})
     return LinePlan(line=line, outcome=BankFileLine.Outcome.RETURNED, parcel=payment.parcel, payment=payment)
 
 

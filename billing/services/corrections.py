@@ -38,14 +38,10 @@ from ..models import (
     Source,
     charge_names,
 )
-from ..wording import charge_label
+from ..wording import charge_label, money_text
 from .journal import accrual_journal_for_correction
 
 ZERO = Decimal("0.00")
-
-
-def _money(value: Decimal) -> str:
-    return f"-${-value:,.2f}" if value < 0 else f"${value:,.2f}"
 
 
 def _percent(value: Decimal) -> str:
@@ -57,7 +53,7 @@ def _percent(value: Decimal) -> str:
 def refusal_message(refused: rules.CorrectionRefused) -> str:
     """¶9, ¶11: why a correction is refused, in Spanish, with the line's figures and the limit."""
     figures = _("el renglón tiene ahora cargo de O&M %(c)s, crédito %(k)s y neto %(n)s") % {
-        "c": _money(refused.current_charge), "k": _money(refused.current_credit), "n": _money(refused.current_net),
+        "c": money_text(refused.current_charge), "k": money_text(refused.current_credit), "n": money_text(refused.current_net),
     }
     limit = refused.limit
     reason = refused.reason
@@ -67,12 +63,12 @@ def refusal_message(refused: rules.CorrectionRefused) -> str:
         text = _("Una corrección debe cambiar el cargo, el crédito o el por ciento de la sec. 372 (el renglón ya "
                  "tiene %(p)s %%).") % {"p": _percent(limit)}
     elif reason == rules.REFUSE_CHARGE_NEGATIVE:
-        text = _("El cargo de O&M quedaría bajo cero: el cambio no puede ser menor que %(l)s.") % {"l": _money(limit)}
+        text = _("El cargo de O&M quedaría bajo cero: el cambio no puede ser menor que %(l)s.") % {"l": money_text(limit)}
     elif reason == rules.REFUSE_CREDIT_NEGATIVE:
-        text = _("El crédito quedaría bajo cero: el cambio no puede ser menor que %(l)s.") % {"l": _money(limit)}
+        text = _("El crédito quedaría bajo cero: el cambio no puede ser menor que %(l)s.") % {"l": money_text(limit)}
     elif reason == rules.REFUSE_CREDIT_ABOVE_CHARGE:
         text = _("El crédito quedaría sobre el cargo corregido (%(l)s); el crédito no puede exceder el cargo (¶7).") % {
-            "l": _money(limit)}
+            "l": money_text(limit)}
     elif reason == rules.REFUSE_NET_NEGATIVE:
         text = _("El neto quedaría bajo cero.")
     elif reason == rules.REFUSE_CREDIT_WITHOUT_PERCENT:
@@ -84,7 +80,7 @@ def refusal_message(refused: rules.CorrectionRefused) -> str:
         text = _("La fecha de vencimiento no puede ser anterior al %(l)s (el día de la corrección, el comienzo del "
                  "año fiscal o el vencimiento del plazo).") % {"l": limit.strftime("%d/%m/%Y")}
     elif reason == rules.REFUSE_HALF_SHORT:
-        text = _("El plazo bajaría más de lo que debe (%(l)s).") % {"l": _money(limit)}
+        text = _("El plazo bajaría más de lo que debe (%(l)s).") % {"l": money_text(limit)}
     else:
         text = str(refused)
     return f"{text} ({figures})"
@@ -380,7 +376,7 @@ def correction_post(*, acting_user: Any, correction: RollCorrection, plan: rules
                                                    entry_date=made_on, effective_from=action.effective_from,
                                                    created_by=acting_user)
                 LedgerEntry.objects.create(parcel_id=parcel_id, entry_date=made_on, kind=LedgerEntry.Kind.CORRECTION,
-                                           credit=action.amount, description=f"{name}: −{_money(action.amount)}"[:200],
+                                           credit=action.amount, description=f"{name}: −{money_text(action.amount)}"[:200],
                                            created_by=acting_user)
                 lowered.append(charge_id)
     if lowered:
@@ -417,7 +413,7 @@ def freed_money(
         if back.surcharge_given_back > 0:
             LedgerEntry.objects.create(
                 parcel_id=parcel_id, entry_date=on, kind=LedgerEntry.Kind.GIVE_BACK, credit=back.surcharge_given_back,
-                description=f"{name}: recargo recalculado: −{_money(back.surcharge_given_back)}"[:200], created_by=acting_user,
+                description=f"{name}: recargo recalculado: −{money_text(back.surcharge_given_back)}"[:200], created_by=acting_user,
             )
         freed += back.freed
     if freed > 0:

@@ -40,6 +40,7 @@ from ..models import (
     Refund,
     VoidReversal,
 )
+from ..wording import money_text
 from .journal import adjustment_for_void
 from .numbering import fiscal_year_for
 
@@ -69,17 +70,17 @@ class VoidEntry:
         if self.kind == rules.REVERSE_GIVE_BACK:
             return _("Se revierte la devolución del %(d)s en «%(c)s»: recargo %(s)s, principal %(p)s vuelven a contar "
                      "como pagados") % {
-                "d": day, "c": self.charge, "s": _money(self.surcharge), "p": _money(self.principal)}
+                "d": day, "c": self.charge, "s": money_text(self.surcharge), "p": money_text(self.principal)}
         if self.kind == rules.REVERSE_CREDIT_APPLIED:
             return _("Se revierte el crédito aplicado del %(d)s a «%(c)s»: recargo %(s)s, principal %(p)s vuelven a deberse") % {
-                "d": day, "c": self.charge, "s": _money(self.surcharge), "p": _money(self.principal)}
+                "d": day, "c": self.charge, "s": money_text(self.surcharge), "p": money_text(self.principal)}
         if self.kind == rules.REVERSE_REFUND:
             return _("El reembolso del %(d)s, pagado con este dinero, pasa a ser un cargo de %(a)s que vence hoy") % {
-                "d": day, "a": _money(self.principal)}
+                "d": day, "a": money_text(self.principal)}
         if self.charge:
             return _("Se anula lo que el pago pagó a «%(c)s»: recargo %(s)s, principal %(p)s") % {
-                "c": self.charge, "s": _money(self.surcharge), "p": _money(self.principal)}
-        return _("Se anula lo que el pago dejó como crédito: %(a)s") % {"a": _money(self.principal)}
+                "c": self.charge, "s": money_text(self.surcharge), "p": money_text(self.principal)}
+        return _("Se anula lo que el pago dejó como crédito: %(a)s") % {"a": money_text(self.principal)}
 
 
 @dataclass(frozen=True)
@@ -94,10 +95,6 @@ class VoidPreview:
     @property
     def amount(self) -> Decimal:
         return self.payment.amount.amount
-
-
-def _money(value: Decimal) -> str:
-    return f"${value:,.2f}"
 
 
 def _refusal(*, acting_user: Any, payment: Payment, reason: str, on: date) -> str:
