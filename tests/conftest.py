@@ -176,6 +176,8 @@ def books_balance_after_test(request):
         return
     # Set the database up before this fixture, so the check runs before its rollback or flush.
     request.getfixturevalue("_django_db_helper")
+    if "document_store" in request.fixturenames:  # and the test's own document store, so the check reads it
+        request.getfixturevalue("document_store")
     yield
     from django.db import connection
     from psycopg.pq import TransactionStatus
