@@ -1,5 +1,5 @@
 """Issue 20: with the PDFs in the document store (``0031``), the bytea column goes; the file column takes
-its name ``pdf`` and every row must name its file."""
+its name ``pdf`` and every row must name its file. Reversible (with ``0031``: the bytes go back into the column)."""
 
 import billing.storage
 from django.db import migrations, models
@@ -12,6 +12,9 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
+        # a database default first, so that backwards the column comes back filled ('') for 0031 to fill
+        migrations.AlterField(model_name='issueddocument', name='pdf', field=models.BinaryField(db_default=b'')),
+        migrations.AlterField(model_name='seizurestep', name='pdf', field=models.BinaryField(db_default=b'')),
         migrations.RemoveField(model_name='issueddocument', name='pdf'),
         migrations.RemoveField(model_name='seizurestep', name='pdf'),
         migrations.RenameField(model_name='issueddocument', old_name='file', new_name='pdf'),
