@@ -70,7 +70,7 @@ def documents_back_to_the_database(apps, schema_editor):
         for start in range(0, len(rows), BATCH):
             chunk = rows[start:start + BATCH]
             data = []
-            for pk, name in chunk:
+            for _pk, name in chunk:
                 with storage.open(name, "rb") as handle:
                     data.append(handle.read())
             with pgtrigger.ignore(trigger), connection.cursor() as cursor:
