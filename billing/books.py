@@ -56,7 +56,7 @@ from django.conf import settings
 from django.db import connections
 
 from . import chain
-from .models import BillBatchPart
+from .models import BillBatchPart, IssuedDocument, SeizureStep
 
 DEFAULT_LIMIT = 50  # findings listed per check; the rest are summarized in one line
 
@@ -512,23 +512,32 @@ def check_document_series(cursor: Any, limit: int) -> list[Finding]:
 # --- 5. Stored documents --------------------------------------------------------------------------
 
 
-def check_documents(cursor: Any, limit: int) -> list[Finding]:
-    """Stored PDFs are the bytes issued: SHA-256 of the stored bytes = the hash stored with them."""
-    rows = _rows(cursor, """
-        SELECT kind, number, sha256, encode(sha256(pdf), 'hex') FROM billing_issueddocument
-         WHERE sha256 <> encode(sha256(pdf), 'hex') ORDER BY kind, number LIMIT %s
-    """, [limit + 1])
-    findings = _limited("documents", rows, limit, lambda row: (
-        f"{row[0]} {row[1]}: stored bytes hash to {row[3][:16]}…, issued as {row[2][:16]}…"
-    ))
-    rows = _rows(cursor, """
-        SELECT number, sha256, encode(sha256(pdf), 'hex') FROM billing_seizurestep
-         WHERE sha256 <> encode(sha256(pdf), 'hex') ORDER BY number LIMIT %s
-    """, [limit + 1])
-    findings += _limited("documents", rows, limit, lambda row: (
-        f"seizure notice {row[0]}: stored bytes hash to {row[2][:16]}…, issued as {row[1][:16]}…"
-    ))
-    return findings
+def check_documents(limit: int, *, sample: int | None = None, using: str = "default") -> list[Finding]:
+    """Issue 20: the issued PDFs in the document store (``STORAGES["documents"]``) are the bytes
+    issued: each row's file is there and hashes to the SHA-256 stored with the row (the chain holds
+    that hash too). Every file, or ``sample`` random ones of each table (``verify_books --sample``);
+    a missing or changed file is a finding naming the document."""
+    from .storage import document_storage
+
+    storage = document_storage()
+    wrong: list[tuple[str, str]] = []
+    for label, model in (("document", IssuedDocument), ("seizure notice", SeizureStep)):
+        rows = model.objects.using(using).order_by("pk")
+        if sample is not None:
+            rows = rows.order_by("?")[:sample]
+        fields = ("kind", "number", "pdf", "sha256") if model is IssuedDocument else ("number", "pdf", "sha256")
+        for row in rows.values_list(*fields).iterator(chunk_size=2000):
+            name, stored = row[-2], row[-1]
+            what = f"{row[0]} {row[1]}" if model is IssuedDocument else f"{label} {row[0]}"
+            try:
+                with storage.open(name, "rb") as handle:
+                    found = hashlib.file_digest(handle, "sha256").hexdigest()
+            except OSError:  # FileNotFoundError, or the object store's refusal
+                wrong.append((what, f"its file {name} is missing from the document store"))
+                continue
+            if found != stored:
+                wrong.append((what, f"stored bytes hash to {found[:16]}…, issued as {stored[:16]}… (file {name})"))
+    return _limited("documents", wrong, limit, lambda row: f"{row[0]}: {row[1]}")
 
 
 def check_batch_files(limit: int) -> list[Finding]:
@@ -915,7 +924,7 @@ def check_journal_days(cursor: Any, limit: int) -> list[Finding]:
 # --- Running them ---------------------------------------------------------------------------------
 
 CHECKS: tuple[Callable[[Any, int], list[Finding]], ...] = (
-    check_levy, check_corrections, check_installments, check_ledger, check_receipts, check_document_series, check_documents,
+    check_levy, check_corrections, check_installments, check_ledger, check_receipts, check_document_series,
     check_receipt_allocation, check_stored_allocations, check_statements, check_chain, check_series_counts, check_checkpoint,
     check_journals, check_journal_days,
 )
@@ -936,15 +945,16 @@ def has_books(cursor: Any) -> bool:
     return bool(cursor.fetchone()[0])
 
 
-def verify(*, using: str = "default", limit: int = DEFAULT_LIMIT) -> list[Finding]:
-    """Every invariant of the books; an empty list when they balance. Read-only."""
+def verify(*, using: str = "default", limit: int = DEFAULT_LIMIT, file_sample: int | None = None) -> list[Finding]:
+    """Every invariant of the books; an empty list when they balance. Read-only. The stored
+    documents' files are all re-hashed, or ``file_sample`` random ones of each kind."""
     with connections[using].cursor() as cursor:
         if not has_books(cursor):
             return []
         findings = []
         for check in CHECKS:
             findings += check(cursor, limit)
-    return findings + check_batch_files(limit)
+    return findings + check_documents(limit, sample=file_sample, using=using) + check_batch_files(limit)
 
 
 # --- Control totals -------------------------------------------------------------------------------
@@ -1147,7 +1157,9 @@ def check(*, limit: int = DEFAULT_LIMIT, expected_totals: dict[str, str] | None 
     and the control totals. Read-only."""
     from .issued import DEFAULT_SAMPLE, check_issued  # it reads accounts, which sit above the books' SQL
 
-    findings = verify(using=using, limit=limit)
+    # ``verify_books --sample N`` re-hashes N random stored files of each kind too; by default, and with --full, all.
+    file_sample = None if issued_sample is None or issued_sample == ISSUED_ALL else issued_sample
+    findings = verify(using=using, limit=limit, file_sample=file_sample)
     with connections[using].cursor() as cursor:
         any_books = has_books(cursor)
     if any_books:

@@ -42,6 +42,7 @@ from . import anchors, mailing, pdf
 from .models import Bill, BillBatch, BillBatchPart, IssuedDocument
 from .services import bills
 from .services import mailing as mailing_services
+from .storage import stored_pdf
 
 logger = logging.getLogger(__name__)
 PART_PAGES = 250  # bills (pages) per merged PDF: what the print shop takes in one file
@@ -96,8 +97,9 @@ def _chunks(items: Sequence[int], size: int) -> Iterator[list[int]]:
 def part_pdfs(*, batch: BillBatch, charge_ids: Sequence[int]) -> list[bytes]:
     """The stored PDFs of a part's bills, in the part's (mailing list) order: the batch's own and
     those issued before it on demand (one bill per installment), as stored."""
-    rows = IssuedDocument.objects.filter(bill__charge_id__in=charge_ids).values_list("bill__charge_id", "pdf")
-    found = {charge_id: bytes(data) for charge_id, data in rows.iterator(chunk_size=50)}
+    rows = IssuedDocument.objects.filter(bill__charge_id__in=charge_ids).values_list("bill__charge_id", "pdf", "sha256", "number")
+    found = {charge_id: stored_pdf(name, sha256=sha256, label=number)  # from the document store, hash checked (issue 20)
+             for charge_id, name, sha256, number in rows.iterator(chunk_size=50)}
     if len(found) != len(charge_ids) or set(found) != set(charge_ids):
         raise RuntimeError(f"batch {batch.pk}: {len(found)} bills stored for a part of {len(charge_ids)} charges")
     return [found[charge_id] for charge_id in charge_ids]

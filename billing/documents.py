@@ -3,7 +3,9 @@
 
 Design (pretix's invoices; house style lessons 2 and 15):
 - Each document is rendered once, when it is issued, inside the transaction that issues it, and
-  its bytes are stored in ``IssuedDocument`` with their SHA-256. It is served as stored, never
+  its bytes are written once to the document store (``STORAGES["documents"]``, ``billing.storage``:
+  a write-once folder under ``MEDIA_ROOT`` or S3 with object lock), the ``IssuedDocument`` row
+  keeping the file's name and SHA-256 (issue 20). Every read checks the hash (``document_pdf``). It is served as stored, never
   rendered again from live data. A reprint is the stored bytes with a "COPIA" stamp laid over
   them (``document_copy``), and every download of a voided payment's receipt carries ANULADO with
   the void's date and reason (``document_download``); the stored bytes do not change.
@@ -54,6 +56,7 @@ from .models import Bill, DebtCertificate, IssuedDocument, Receipt, SeizureStep
 from .references import reference_display
 from .selectors import receipt_display
 from .snapshots import BillOffice, BillOwedLine, BillSnapshot, CertificateSnapshot, ReceiptSnapshot
+from .storage import DocumentAltered, document_name, document_write, stored_pdf  # noqa: F401 (DocumentAltered: the API)
 from .wording import long_date, rate_label, surcharge_text
 
 logger = logging.getLogger(__name__)
@@ -106,8 +109,17 @@ def owed_url() -> str:
 
 
 def document_new(*, kind: str, number: str, parcel_id: int, code: str, data: bytes, **source: Any) -> IssuedDocument:
-    return IssuedDocument(kind=kind, number=number, parcel_id=parcel_id, verification_code=code, pdf=data,
-                          sha256=hashlib.sha256(data).hexdigest(), **source)
+    """A new issued document (not saved yet) whose PDF ``data`` is written once to the document
+    store now (``billing.storage``: ``STORAGES["documents"]``), so a caller may ``bulk_create``
+    many; the row keeps the file's name and SHA-256. A row never saved (its transaction rolled
+    back) leaves its file behind: the name carries the hash, so the number's next issue is not
+    blocked, and the store never deletes."""
+    sha256 = hashlib.sha256(data).hexdigest()
+    name = document_write(name=document_name(kind=kind, number=number, sha256=sha256), data=data, sha256=sha256)
+    document = IssuedDocument(kind=kind, number=number, parcel_id=parcel_id, verification_code=code, pdf=name, sha256=sha256,
+                              **source)
+    document._pdf_bytes = data  # served from memory in the request that issued it
+    return document
 
 
 def document_save(document: IssuedDocument) -> IssuedDocument:
@@ -117,8 +129,31 @@ def document_save(document: IssuedDocument) -> IssuedDocument:
 
 
 def document_pdf(document: IssuedDocument) -> bytes:
-    """The stored bytes, exactly as issued."""
-    return bytes(document.pdf)
+    """The stored bytes, exactly as issued: read from the document store and refused
+    (``DocumentAltered``) unless they hash to the row's SHA-256."""
+    data = getattr(document, "_pdf_bytes", None)
+    if data is None:
+        data = stored_pdf(document.pdf.name, sha256=document.sha256, label=f"{document.get_kind_display()} {document.number}")
+        document._pdf_bytes = data
+    return data
+
+
+def seizure_step_store(step: SeizureStep, data: bytes) -> None:
+    """¶14: write a seizure step's PDF once to the document store and set its file name and hash
+    on the step (not saved yet; ``services.collection.seizure_step_issue`` saves it)."""
+    step.sha256 = hashlib.sha256(data).hexdigest()
+    step.pdf = document_write(name=document_name(kind=SEIZURE, number=step.number, sha256=step.sha256), data=data,
+                              sha256=step.sha256)
+    step._pdf_bytes = data
+
+
+def seizure_step_pdf(step: SeizureStep) -> bytes:
+    """A seizure step's stored bytes, checked against its hash like ``document_pdf``."""
+    data = getattr(step, "_pdf_bytes", None)
+    if data is None:
+        data = stored_pdf(step.pdf.name, sha256=step.sha256, label=step.number)
+        step._pdf_bytes = data
+    return data
 
 
 # --- Language ---------------------------------------------------------------------------------

@@ -38,7 +38,7 @@ from parcels.database import APPEND_ONLY, NO_TRUNCATE
 from parcels.models import HISTORY
 
 from . import wording
-from .storage import parts_storage
+from .storage import DocumentFileField, parts_storage
 
 
 class Office(models.Model):
@@ -718,7 +718,7 @@ class SeizureStep(models.Model):
     issued_on = models.DateField()
     term_ends = models.DateField(null=True, blank=True)
     debt = models.JSONField()
-    pdf = models.BinaryField()
+    pdf = DocumentFileField()  # in the document store (``billing.storage``), written once
     sha256 = models.CharField(max_length=64, default="")  # of ``pdf`` as issued (``verify_books``)
     # printed with its QR code; the public page ``/verificar/<code>/`` finds the step by it
     # (``billing.documents``). Steps issued before notices had one have none.
@@ -731,6 +731,7 @@ class SeizureStep(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["case", "kind"], name="one_step_of_each_kind"),
             models.CheckConstraint(condition=Q(sha256__regex=r"^[0-9a-f]{64}$"), name="seizure_step_has_its_hash"),
+            models.CheckConstraint(condition=~Q(pdf=""), name="seizure_step_has_its_file"),
         ]
         triggers = APPEND_ONLY
 
@@ -854,7 +855,7 @@ class AccountStatement(models.Model):
 
 
 class IssuedDocument(models.Model):
-    """The stored bytes of every issued PDF (receipt, bill, debt certificate), written once and
+    """Every issued PDF (receipt, bill, debt certificate, estado), its file written once and
     served as stored: never regenerated from live data (WeasyPrint versions render differently).
     ``verification_code`` is signed (``billing.documents``) so it cannot be guessed; the public
     verification page looks documents up by it."""
@@ -873,13 +874,16 @@ class IssuedDocument(models.Model):
     certificate = models.OneToOneField(DebtCertificate, on_delete=models.PROTECT, null=True, blank=True, related_name="document")
     statement = models.OneToOneField(AccountStatement, on_delete=models.PROTECT, null=True, blank=True, related_name="document")
     verification_code = models.CharField(max_length=80, unique=True)
-    pdf = models.BinaryField()
+    # The PDF in the document store (``STORAGES["documents"]``, ``billing.storage``), written once;
+    # the row keeps its SHA-256 (in the chain too) and ``verify_books`` re-hashes the file.
+    pdf = DocumentFileField()
     sha256 = models.CharField(max_length=64)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         constraints = [
             models.UniqueConstraint(fields=["kind", "number"], name="one_document_per_number"),
+            models.CheckConstraint(condition=~Q(pdf=""), name="document_has_its_file"),
             models.CheckConstraint(
                 condition=(Q(kind="receipt") & Q(receipt__isnull=False)) | (Q(kind="bill") & Q(bill__isnull=False))
                 | (Q(kind="certificate") & Q(certificate__isnull=False)) | (Q(kind="statement") & Q(statement__isnull=False)),

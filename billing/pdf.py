@@ -301,9 +301,11 @@ def render_certificate(*, certificate: Any, lang: str | None = None) -> bytes:
     from .models import IssuedDocument
 
     if lang is None:
-        stored = IssuedDocument.objects.filter(certificate_id=certificate.pk).values_list("pdf", flat=True).first()
+        stored = IssuedDocument.objects.filter(certificate_id=certificate.pk).values_list("pdf", "sha256", "number").first()
         if stored is not None:
-            return bytes(stored)
+            from .storage import stored_pdf
+
+            return stored_pdf(stored[0], sha256=stored[1], label=stored[2])
     return render_certificate_pdf(certificate=certificate, lang=lang)
 
 

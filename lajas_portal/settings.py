@@ -303,6 +303,38 @@ elif ANCHOR_STORAGE == "folder":
 else:
     raise ImproperlyConfigured(f"ANCHOR_STORAGE must be 'folder' or 's3', not {ANCHOR_STORAGE!r}")
 
+# Issued PDFs (receipts, bills, certificates, estados, seizure notices; billing.storage, README
+# "Issued documents"): "folder" writes them once under MEDIA_ROOT/documents (never overwritten or
+# deleted through the storage API; the backup's media tar holds them); "s3" writes them to an
+# S3-compatible bucket created with object lock (each object retained until DOCUMENT_S3_RETAIN_UNTIL).
+# The database keeps each file's SHA-256 and verify_books re-hashes the files.
+DOCUMENT_STORAGE = env("DOCUMENT_STORAGE", "folder")
+if DOCUMENT_STORAGE == "s3":
+    STORAGES["documents"] = {
+        "BACKEND": "storages.backends.s3.S3Storage",
+        "OPTIONS": {
+            "bucket_name": env("DOCUMENT_S3_BUCKET"),
+            "endpoint_url": env("DOCUMENT_S3_ENDPOINT_URL") or None,
+            "region_name": env("DOCUMENT_S3_REGION") or None,
+            "access_key": env("DOCUMENT_S3_ACCESS_KEY_ID"),
+            "secret_key": envsecret("DOCUMENT_S3_SECRET_ACCESS_KEY"),
+            "location": env("DOCUMENT_S3_PREFIX", ""),
+            "file_overwrite": False,
+            "default_acl": None,
+            "querystring_auth": True,
+            "object_parameters": {
+                "ContentType": "application/pdf",
+                "ObjectLockMode": env("DOCUMENT_S3_LOCK_MODE", "COMPLIANCE"),
+                "ObjectLockRetainUntilDate": env("DOCUMENT_S3_RETAIN_UNTIL", "2100-01-01T00:00:00Z"),
+            },
+        },
+    }
+elif DOCUMENT_STORAGE == "folder":
+    # No location: the storage follows MEDIA_ROOT (names start with documents/).
+    STORAGES["documents"] = {"BACKEND": "billing.storage.WriteOnceStorage", "OPTIONS": {"deletable": False}}
+else:
+    raise ImproperlyConfigured(f"DOCUMENT_STORAGE must be 'folder' or 's3', not {DOCUMENT_STORAGE!r}")
+
 # Uploads: the parcel CSV may be up to 20 MB (nginx's client_max_body_size matches).
 MAX_UPLOAD_BYTES = 20 * 1024 * 1024
 DATA_UPLOAD_MAX_MEMORY_SIZE = MAX_UPLOAD_BYTES + 1024 * 1024

@@ -22,6 +22,8 @@ ANCHOR_PUBLIC_KEY_FILE = ""
 ANCHOR_EMAIL = []
 STORAGES["anchors"] = {"BACKEND": "billing.storage.WriteOnceStorage",  # noqa: F405
                        "OPTIONS": {"location": str(ANCHOR_DIR), "deletable": False}}
+# Issued PDFs (billing.storage.document_storage) follow MEDIA_ROOT: one folder per test process (xdist worker).
+STORAGES["documents"] = {"BACKEND": "billing.storage.WriteOnceStorage", "OPTIONS": {"deletable": False}}  # noqa: F405
 # Issue 20: a `replica` alias that is the test database itself (Django's test mirror), so the router's
 # choice can be checked per view (tests/test_replica.py turns REPORTS_FROM_REPLICA on there only:
 # a test's own transaction is not visible through a second connection).

@@ -176,6 +176,8 @@ def books_balance_after_test(request):
         return
     # Set the database up before this fixture, so the check runs before its rollback or flush.
     request.getfixturevalue("_django_db_helper")
+    if "document_store" in request.fixturenames:  # and the test's own document store, so the check reads it
+        request.getfixturevalue("document_store")
     yield
     from django.db import connection
     from psycopg.pq import TransactionStatus
@@ -315,3 +317,15 @@ def language_reset():
     translation.activate(settings.LANGUAGE_CODE)
     yield
     translation.activate(settings.LANGUAGE_CODE)
+
+
+@pytest.fixture
+def document_store(settings, tmp_path):
+    """Issue 20: this test's own document store (``STORAGES["documents"]`` in ``tmp_path``), for
+    tests that change or delete stored files behind the API: the files of other tests of the
+    worker (its ``MEDIA_ROOT``) are never touched, and a PDF issued again with the same bytes by a
+    later test does not meet a forged file. The folder is returned."""
+    folder = tmp_path / "documents-store"
+    settings.STORAGES = {**settings.STORAGES, "documents": {"BACKEND": "billing.storage.WriteOnceStorage",
+                                                            "OPTIONS": {"location": str(folder), "deletable": False}}}
+    return folder

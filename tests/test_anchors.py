@@ -32,7 +32,7 @@ from parcels.models import Parcel
 from tests.billing import conftest as billing_fixtures
 from tests.clock import on_day
 from tests.commands import run_command
-from tests.test_books import build_books
+from tests.test_books import build_books, forge_file
 
 district_1 = billing_fixtures.district_1
 staff = billing_fixtures.staff
@@ -241,13 +241,14 @@ def recompute_last_checkpoint() -> None:
 
 @pytest.mark.books_unchecked
 @pytest.mark.django_db
-def test_attack_2_a_forged_receipt_pdf_with_its_chain_and_checkpoint_recomputed_fails(anchored_books):
+def test_attack_2_a_forged_receipt_pdf_with_its_chain_and_checkpoint_recomputed_fails(document_store, anchored_books):
     receipt = Receipt.objects.get(number=2)
     link = chain.link_of(chain.RECEIPT, receipt.pk)
     head = chain.link_of(chain.RECEIPT, Receipt.objects.get(number=5).pk)
     forged = b"%PDF-1.7 forged receipt"
-    as_database_owner(("UPDATE billing_issueddocument SET pdf = %s, sha256 = %s WHERE receipt_id = %s",
-                       [forged, hashlib.sha256(forged).hexdigest(), receipt.pk]))
+    forge_file(IssuedDocument.objects.get(receipt=receipt).pdf.name, forged)  # the file in the document store (issue 20)
+    as_database_owner(("UPDATE billing_issueddocument SET sha256 = %s WHERE receipt_id = %s",
+                       [hashlib.sha256(forged).hexdigest(), receipt.pk]))
     rechain(link.series, link.position)
     recompute_last_checkpoint()
     assert books.verify() == []

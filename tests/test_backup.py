@@ -4,6 +4,7 @@ control totals, and its media tar brings the bulk-printing parts back."""
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import os
@@ -22,7 +23,7 @@ from django.db import connection
 
 from billing import books
 from billing.management.commands import backup
-from billing.models import BillBatchPart
+from billing.models import BillBatchPart, IssuedDocument, SeizureStep
 from tests.databases import child_env
 from tests.test_books import build_books, district_1, staff  # noqa: F401 (fixtures)
 
@@ -54,8 +55,10 @@ def manage(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
 
 @pytest.mark.django_db(transaction=True)
 def test_a_backup_restores_into_a_fresh_database_with_identical_control_totals(
-    seed_rows, district_1, staff, tmp_path, fresh_database,  # noqa: F811
+    document_store, seed_rows, district_1, staff, tmp_path, fresh_database,  # noqa: F811
 ):
+    # The issued PDFs go to a document store outside MEDIA_ROOT (as on S3): the backup adds the files
+    # the dumped rows name to the media tar, and the restore finds them under MEDIA_ROOT/documents.
     build_books(staff)
     out = io.StringIO()
     call_command("billing", "bulk-bills", "--fiscal-year", "2026-2027", "--installment", "2", "--user", "hac",
@@ -93,6 +96,11 @@ def test_a_backup_restores_into_a_fresh_database_with_identical_control_totals(
         archive.extractall(media_root, filter="data")
     restored_part = media_root / "media" / part.pdf.name
     assert restored_part.read_bytes() == (Path(settings.MEDIA_ROOT) / part.pdf.name).read_bytes()
+    issued = [*IssuedDocument.objects.order_by("pk"), *SeizureStep.objects.order_by("pk")]
+    assert {document.kind for document in issued[:-1]} >= {"receipt", "bill", "certificate"} and issued[-1].number.startswith("NE-")
+    for document in issued:  # every issued PDF is in the tar, byte-identical to its hash (issue 20)
+        restored_file = media_root / "media" / document.pdf.name
+        assert hashlib.sha256(restored_file.read_bytes()).hexdigest() == document.sha256, document.pdf.name
     env = child_env(name=fresh_database, DJANGO_SETTINGS_MODULE="lajas_portal.settings",
                     SECRET_KEY="restore-test-key-" + "x" * 40, MEDIA_ROOT=str(media_root / "media"), DEBUG="false")
     migrated = manage("migrate", "--no-input", env=env)
@@ -108,7 +116,13 @@ def test_a_backup_restores_into_a_fresh_database_with_identical_control_totals(
     env["MEDIA_ROOT"] = str(tmp_path / "empty")
     checked = manage("verify_books", env=env)
     assert checked.returncode == 1
-    assert checked.stdout.splitlines() == [f"documents: bulk-printing part file {part.pdf.name}: missing"]
+    lines = checked.stdout.splitlines()
+    assert lines[-1] == f"documents: bulk-printing part file {part.pdf.name}: missing"
+    receipt = IssuedDocument.objects.filter(kind="receipt").earliest("pk")
+    step = SeizureStep.objects.get()
+    assert f"documents: receipt {receipt.number}: its file {receipt.pdf.name} is missing from the document store" in lines
+    assert f"documents: seizure notice {step.number}: its file {step.pdf.name} is missing from the document store" in lines
+    assert len(lines) == min(len(issued), books.DEFAULT_LIMIT + 1) + 1
 
 
 @pytest.mark.django_db

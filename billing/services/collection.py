@@ -3,7 +3,6 @@ seizure procedure of an unpaid levy (¶14)."""
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from datetime import date, timedelta
 from typing import Any
@@ -228,11 +227,11 @@ def seizure_step_issue(*, acting_user: Any, parcel: Parcel, kind: str, on: date 
         case = SeizureCase.objects.create(parcel=parcel, opened_by=acting_user)
     term_ends = on + timedelta(days=SEIZURE_TERM_DAYS) if kind == SeizureStep.Kind.NOTICE else None
     number = document_number(f"seizure_{kind}", {"notice": "NE", "certificate": "CE", "auction": "AS"}[kind], on)
-    step = SeizureStep(case=case, kind=kind, number=number, issued_on=on, term_ends=term_ends, issued_by=acting_user, pdf=b"",
+    step = SeizureStep(case=case, kind=kind, number=number, issued_on=on, term_ends=term_ends, issued_by=acting_user,
                        debt={**debt.to_json(), "officer_name": officer_name, "officer_title": officer_title,
                              "language": parcel.owner.preferred_language})  # the notice is written in the owner's language
-    step.verification_code, step.pdf = documents.seizure_notice_render(step, parcel=parcel)
-    step.sha256 = hashlib.sha256(step.pdf).hexdigest()
+    step.verification_code, data = documents.seizure_notice_render(step, parcel=parcel)
+    documents.seizure_step_store(step, data)  # the PDF to the document store, its hash on the step (issue 20)
     step.save()
     chain.link(chain.SEIZURE, step.pk)
     return step

@@ -661,6 +661,12 @@ def refund_decide(request: HttpRequest, pk: int) -> HttpResponse:
     return redirect("billing:refund-requests")
 
 
+def document_refused(exc: Exception) -> HttpResponse:
+    """Issue 20: a stored document whose file is missing or no longer hashes as issued is not
+    served; the reader is told why (and the error is logged by ``billing.storage.stored_pdf``)."""
+    return HttpResponse(str(exc), status=500, content_type="text/plain; charset=utf-8")
+
+
 @role_required(*READERS)
 def receipt_pdf(request: HttpRequest, pk: int) -> HttpResponse:
     """The receipt's PDF as issued (stored bytes; stamped ANULADO when its payment was voided), or
@@ -668,11 +674,14 @@ def receipt_pdf(request: HttpRequest, pk: int) -> HttpResponse:
     receipt = get_receipt_for_user(request.user, pk)
     document = documents.receipt_document(receipt)
     copy = request.GET.get("copia") == "1"
-    if copy:  # every COPIA is logged (issue 19: the register of reprints)
-        channel = ReprintLog.Channel.PORTAL if has_role(request.user, LANDOWNER) else ReprintLog.Channel.COUNTER
-        data = reprints.reprint_issue(acting_user=request.user, document=document, channel=channel)
-    else:
-        data = documents.document_download(document)  # a voided payment's receipt says ANULADO on every download
+    try:
+        if copy:  # every COPIA is logged (issue 19: the register of reprints)
+            channel = ReprintLog.Channel.PORTAL if has_role(request.user, LANDOWNER) else ReprintLog.Channel.COUNTER
+            data = reprints.reprint_issue(acting_user=request.user, document=document, channel=channel)
+        else:
+            data = documents.document_download(document)  # a voided payment's receipt says ANULADO on every download
+    except documents.DocumentAltered as exc:
+        return document_refused(exc)
     response = HttpResponse(data, content_type="application/pdf")
     suffix = "-copia" if copy else ""
     response["Content-Disposition"] = f'attachment; filename="recibo-{receipt.display_number}{suffix}.pdf"'
@@ -684,6 +693,10 @@ def document_pdf(request: HttpRequest, pk: int) -> HttpResponse:
     """A bill's, debt certificate's or estado's PDF as stored, for staff and for the parcel's
     current owner (404 for anyone else); receipts go through ``receipt_pdf`` (they follow the payer)."""
     document = IssuedDocument.objects.get(pk=get_document_for_user(request.user, pk).pk)
-    response = HttpResponse(bytes(document.pdf), content_type="application/pdf")
+    try:
+        data = documents.document_pdf(document)  # byte-identical to its hash, or refused (issue 20)
+    except documents.DocumentAltered as exc:
+        return document_refused(exc)
+    response = HttpResponse(data, content_type="application/pdf")
     response["Content-Disposition"] = f'attachment; filename="{document.kind}-{document.number}.pdf"'
     return response

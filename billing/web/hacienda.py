@@ -38,13 +38,14 @@ from parcels.models import Parcel
 from parcels.replica import reads_replica
 from parcels.roles import AUDITOR, AUTHORITY, COLLECTOR, HACIENDA, SUPERVISOR, role_required
 
-from .. import accounts, charts
+from .. import accounts, charts, documents
 from ..errors import BillingError
 from ..models import BillBatch, BillBatchPart, DebtCertificate, Office, OfficeClosure, SeizureCase, SeizureStep, WaterDelivery
 from ..pdf import render_certificate
 from ..selectors import debt_table
 from ..services import bills, collection
 from ..services import water as water_services
+from .counter import document_refused
 
 CSV_MAX_BYTES = 5 * 1024 * 1024
 WATER_COLUMNS = ("parcel_id", "delivered_on", "acre_feet")
@@ -395,8 +396,12 @@ def seizure(request: HttpRequest, pk: int) -> HttpResponse:
 @role_required(*SEIZURE_USERS)
 def seizure_pdf(request: HttpRequest, pk: int) -> HttpResponse:
     """The stored bytes of an issued step, exactly as issued (never rendered again)."""
-    step = get_object_or_404(SeizureStep.objects.only("number", "pdf"), pk=pk)
-    return _pdf_response(bytes(step.pdf), f"{step.number}.pdf")
+    step = get_object_or_404(SeizureStep.objects.only("number", "pdf", "sha256"), pk=pk)
+    try:
+        data = documents.seizure_step_pdf(step)  # byte-identical to its hash, or refused (issue 20)
+    except documents.DocumentAltered as exc:
+        return document_refused(exc)
+    return _pdf_response(data, f"{step.number}.pdf")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -429,7 +434,11 @@ def certificate_pdf(request: HttpRequest, pk: int) -> HttpResponse:
     """Rendered from the certificate's immutable snapshot (the data never changes; storing the
     bytes like the seizure steps would also pin the WeasyPrint output)."""
     certificate = get_object_or_404(DebtCertificate.objects.select_related("supersedes"), pk=pk)
-    return _pdf_response(render_certificate(certificate=certificate), f"{certificate.number}.pdf")
+    try:
+        data = render_certificate(certificate=certificate)  # the stored file, byte-identical to its hash (issue 20)
+    except documents.DocumentAltered as exc:
+        return document_refused(exc)
+    return _pdf_response(data, f"{certificate.number}.pdf")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -43,6 +43,7 @@ from ..errors import BillingError
 from ..models import AccountStatement, Charge, IssuedDocument, ReprintLog
 from ..portal import email_normalize
 from ..services import bills, reprints, statements
+from .counter import document_refused
 
 logger = logging.getLogger("lajas.portal")
 
@@ -304,4 +305,8 @@ def seizure_pdf(request: HttpRequest, pk: int) -> HttpResponse:
     """A seizure step's PDF (¶14) exactly as issued, for the parcel's owner (listed with the other
     issued documents of the statement, issue 18) and money staff; 404 for anyone else."""
     step = get_seizure_step_for_user(request.user, pk)
-    return _pdf_response(bytes(step.pdf), f"{step.number}.pdf")
+    try:
+        data = documents.seizure_step_pdf(step)  # byte-identical to its hash, or refused (issue 20)
+    except documents.DocumentAltered as exc:
+        return document_refused(exc)
+    return _pdf_response(data, f"{step.number}.pdf")

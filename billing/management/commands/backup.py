@@ -1,5 +1,5 @@
 """``manage.py backup [--out PATH]``: the database (``pg_dump -Fc``), the media files (a tar of
-MEDIA_ROOT: bulk-printing parts, uploaded imports) and the books' control totals, side by side.
+MEDIA_ROOT: issued PDFs, bulk-printing parts, uploaded imports) and the books' control totals, side by side.
 
 - ``pg_dump`` must have the server's major version (an older one refuses a newer server, a newer
   one writes dumps an older ``pg_restore`` cannot read). It is looked for in
@@ -8,9 +8,11 @@ MEDIA_ROOT: bulk-printing parts, uploaded imports) and the books' control totals
   come first. With none of that version the command refuses and says which it found.
 - The control totals (``billing.books``) are computed in the very snapshot ``pg_dump`` copies
   (``pg_export_snapshot`` / ``pg_dump --snapshot``), so a restore must show identical totals even
-  while collectors keep taking payments. Stored PDFs of receipts, bills and certificates are in the
-  database (``IssuedDocument.pdf``), so the dump holds them; the media tar is made after the dump,
-  so every part file the dumped rows name is in it.
+  while collectors keep taking payments. Issued PDFs (receipts, bills, certificates, estados,
+  seizure notices) are files of the document store (issue 20, ``billing.storage``): by default under
+  ``MEDIA_ROOT/documents``, in the tar with the rest; from another store (S3) the files the dumped rows
+  name are added to the tar as ``media/<name>``. The media tar is made after the dump, so every file
+  the dumped rows name is in it.
 - Files: ``<BACKUP_DIR>/<db>-<UTC time>.dump``, ``….media.tar.gz`` and ``….totals.json``, readable by
   their owner only; written under a temporary name and renamed when complete. Restore:
   ``docs/backup-restore.md``.
@@ -29,11 +31,14 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
+from django.core.files.storage import FileSystemStorage
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import connections, transaction
 from django.utils import timezone
 
 from billing import books
+from billing.models import IssuedDocument, SeizureStep
+from billing.storage import document_storage
 
 VERSION = re.compile(r"\(PostgreSQL\)\s+(\d+)")
 
@@ -134,8 +139,27 @@ def backup_base(out: str | None, database: str) -> Path:
     return folder / f"{database}-{stamp}"
 
 
-def media_archive(target: Path, media_root: Path, exclude: Path) -> int:
-    """A gzip tar of MEDIA_ROOT as ``media/…`` (without the backup folder if it is inside); the file count."""
+def document_names(using: str = "default") -> list[str]:
+    """The stored PDFs' file names the books name (``IssuedDocument.pdf``, ``SeizureStep.pdf``), read
+    in the caller's snapshot so the archive holds every file the dump names."""
+    names = list(IssuedDocument.objects.using(using).order_by("pk").values_list("pdf", flat=True))
+    return names + list(SeizureStep.objects.using(using).order_by("pk").values_list("pdf", flat=True))
+
+
+def store_inside(storage: Any, media_root: Path) -> bool:
+    """Whether a store is a folder inside MEDIA_ROOT (so the media tar holds its files already)."""
+    location = getattr(storage, "location", None)
+    if not isinstance(storage, FileSystemStorage) or not location:
+        return False
+    folder = Path(location).resolve()
+    return folder == media_root or media_root in folder.parents
+
+
+def media_archive(target: Path, media_root: Path, exclude: Path, documents: list[str] | None = None) -> int:
+    """A gzip tar of MEDIA_ROOT as ``media/…`` (without the backup folder if it is inside); the file
+    count. ``documents`` (issue 20: the stored PDFs' names) are added as ``media/<name>`` from the
+    document store when it is not a folder inside MEDIA_ROOT (S3, or a folder elsewhere), so a
+    restore puts them back where the default store (``MEDIA_ROOT/documents``) finds them."""
     count = 0
 
     def keep(info: tarfile.TarInfo) -> tarfile.TarInfo | None:
@@ -149,6 +173,15 @@ def media_archive(target: Path, media_root: Path, exclude: Path) -> int:
     with tarfile.open(target, "w:gz") as archive:
         if media_root.is_dir():
             archive.add(media_root, arcname="media", filter=keep)
+        store = document_storage()
+        if documents and not store_inside(store, media_root):
+            for name in documents:
+                with store.open(name, "rb") as handle:
+                    info = tarfile.TarInfo(f"media/{name}")
+                    info.size = store.size(name)
+                    info.mode = 0o444
+                    archive.addfile(info, handle)
+                count += 1
     return count
 
 
@@ -176,6 +209,7 @@ class Command(BaseCommand):
             if connection.in_atomic_block:
                 # Inside a caller's transaction (a test): pg_dump sees only committed rows anyway.
                 findings, totals = books.verify(), books.control_totals()
+                names = document_names()
                 self.dump(pg_dump, settings_dict, partial["dump"], snapshot=None)
             else:
                 connection.ensure_connection()
@@ -185,9 +219,10 @@ class Command(BaseCommand):
                         cursor.execute("SELECT pg_export_snapshot()")
                         snapshot = cursor.fetchone()[0]
                     findings, totals = books.verify(), books.control_totals()
+                    names = document_names()
                     self.dump(pg_dump, settings_dict, partial["dump"], snapshot=snapshot)
             media_root = Path(settings.MEDIA_ROOT).resolve()
-            media_files = media_archive(partial["media"], media_root, base.parent.resolve())
+            media_files = media_archive(partial["media"], media_root, base.parent.resolve(), documents=names)
             partial["totals"].write_text(json.dumps({
                 "database": settings_dict["NAME"], "created_at": timezone.now().isoformat(), "server_version_num": version,
                 "pg_dump": str(pg_dump), "dump": files["dump"].name, "media": files["media"].name,

@@ -401,7 +401,7 @@ class Command(BaseCommand):
         parcel = accounts.parcel_by_code(options["parcel"])
         as_of = self.date(options["as_of"])
         certificate = collection.certificate_issue(acting_user=self.user(options["user"]), parcel=parcel, as_of=as_of)
-        self.write_pdf(options["out"], bytes(certificate.document.pdf), f"certificate {certificate.number}")
+        self.write_pdf(options["out"], documents.document_pdf(certificate.document), f"certificate {certificate.number}")
 
     def do_mailing_list(self, options: dict) -> None:
         """Issue 19: one row per paper bill (bill_number, parcel_id, name, care_of, address_line1,

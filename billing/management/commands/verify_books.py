@@ -37,7 +37,8 @@ class Command(BaseCommand):
         parser.add_argument("--user", help="username recorded as who ran the check (default: nobody)")
         parser.add_argument("--sample", type=int, default=None, metavar="N",
                             help="issued estados, debt certificates and bills read again, N of each kind (default 20): "
-                                 "the statement of each one's date recomputed now must equal what it stored")
+                                 "the statement of each one's date recomputed now must equal what it stored; and N random "
+                                 "stored PDF files of each kind re-hashed (default: every file)")
         parser.add_argument("--full", action="store_true", help="read again every issued estado, certificate and bill")
         parser.add_argument("--no-record", action="store_true",
                             help="write nothing: e.g. a restored copy checked against its backup stays as restored")
