@@ -141,3 +141,22 @@ def test_the_page_searches_sorts_and_totals_in_sql(two_years, staff, client, mak
     assert page.context["totals"]["balance"] == items[0].state.balance > 0
     everything = client.get(url, {"as_of": "15/10/2026", "page": "99"})  # past the end: the last page
     assert everything.context["page"].number == 1 and everything.context["count"] == 3
+
+
+@pytest.mark.django_db
+def test_a_payment_on_the_first_day_of_a_period_lowers_only_the_next_periods(district_1, staff):
+    """¶12: a period is charged on the principal unpaid at its start, paid *strictly before* it.
+    P1's July installment is late from 2026-09-01; 3,000.00 paid on 2026-10-01, the first day of
+    its second period, lowers the third period's basis, not the second's."""
+    from billing.services import counter
+    from parcels.models import Parcel
+
+    p1 = Parcel.objects.get(parcel_id="P1")
+    with on_day(date(2026, 10, 1)):
+        counter.payment_record(acting_user=staff["collector"], parcel=p1, amount=Decimal("3000.00"), paid_on=date(2026, 10, 1))
+    late = [item for item in assert_sql_is_the_rules(date(2026, 11, 15)) if item.parcel.parcel_id == "P1"]
+    assert len(late) == 1
+    basis = late[0].state.surcharge_basis
+    assert [start for start, _unpaid in basis] == [date(2026, 9, 1), date(2026, 10, 1), date(2026, 11, 1)]
+    assert basis[0][1] == basis[1][1] == late[0].state.principal
+    assert basis[2][1] == late[0].state.principal - late[0].state.principal_paid < basis[1][1]
