@@ -20,7 +20,7 @@ from django.db.models import F, Sum
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from levy.models import LegalParameterSet, RollCorrection, RollLine
+from levy.models import LegalParameterSet, ParameterHistory, RollCorrection, RollLine
 from levy.rules import fiscal_year_label, installments
 from parcels.models import Parcel
 from parcels.search import one_by_code
@@ -125,8 +125,8 @@ def fiscal_year_of(day: date) -> str:
     return fiscal_year_label(day.year if day.month >= 7 else day.year - 1)
 
 
-def charge_last_days(charges: Iterable[tuple[date, date]], *,
-                     known_by: datetime | None = None) -> dict[tuple[date, date], date]:
+def charge_last_days(charges: Iterable[tuple[date, date]], *, known_by: datetime | None = None,
+                     history: ParameterHistory | None = None) -> dict[tuple[date, date], date]:
     """¶12: the last day to pay an account counts for a charge, by its ``(due date, stored last
     day to pay)``: never earlier than the stored day; later if the legal-parameter row in force
     on the due date gives more grace days; moved past the closed days known now (Sundays, legal
@@ -134,11 +134,12 @@ def charge_last_days(charges: Iterable[tuple[date, date]], *,
     ``LastDayMove`` may move it further from the move's date (``rules.ChargeRecord.last_day_on``).
     Each charge's grace days and Saturday rule are those in force on its due date: a later row
     changes no past. With ``known_by``, only the closures and rows recorded before it count.
-    One query for the closures, one for the parameters, none without charges."""
+    One query for the closures, one for the parameters (none when given their ``history`` read
+    with the same ``known_by``), none without charges."""
     pairs = set(charges)
     if not pairs:
         return {}
-    history = LegalParameterSet.history(known_by=known_by)
+    history = LegalParameterSet.history(known_by=known_by) if history is None else history
     by_row: dict[int, rules.DelinquencyParameters] = {}
     years = {stored.year for _due, stored in pairs}
     closed = closed_days(years | {year + 1 for year in years}, known_by=known_by)

@@ -241,8 +241,10 @@ def _query(filters: Filters, tail: str, order: str, extra: dict | None = None, *
     pairs = Charge.objects.using(alias).filter(accrues_surcharge=True, last_day_to_pay__lt=filters.as_of)
     if known_by is not None:
         pairs = pairs.filter(created_at__lt=known_by)
-    last_days = charge_last_days(pairs.values_list("due_date", "last_day_to_pay").distinct().order_by(), known_by=known_by)
-    schedule = LegalParameterSet.history(known_by=known_by).surcharge_schedule
+    history = LegalParameterSet.history(known_by=known_by)
+    last_days = charge_last_days(pairs.values_list("due_date", "last_day_to_pay").distinct().order_by(), known_by=known_by,
+                                 history=history)
+    schedule = history.surcharge_schedule
     parcels_sql, parcels_params = "", ()
     if filters.parcels is not None:
         parcels_sql, parcels_params = filters.parcels.values("pk").query.sql_with_params()
