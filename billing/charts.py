@@ -10,7 +10,9 @@ statement (issue 11: the ledger is the one truth; nothing is allocated again her
 - *collected*: principal paid on those charges as of D: the stored ``PaymentAllocation.principal``
   of payments made on or before D and not voided on or before D (a void reverses exactly that
   allocation), plus the principal of *crédito aplicado* (``CreditApplication``) dated by D, less
-  principal released to the credit (``GiveBack``) dated by D. Surcharge paid is not principal: it
+  principal released to the credit (``GiveBack``) dated by D, and a void's reversals of either
+  dated by D (``VoidReversal``, ¶13: the applied principal was never paid, the given-back paid
+  again; issue 20 found the dashboard had left them out). Surcharge paid is not principal: it
   is the *surcharges collected* bar. Money a payment left on the account's credit (an allocation
   without a charge) is collected for no charge until a dated *crédito aplicado* takes it to one;
 - *delinquent*: principal still unpaid on charges that accrue surcharge and whose last day to pay
@@ -121,6 +123,10 @@ WITH base (due_date, stored, last_day) AS (
         UNION ALL
         SELECT charge_id, -principal FROM billing_giveback t
          WHERE entry_date <= %(as_of)s AND principal <> 0 AND (%(known_by)s::timestamptz IS NULL OR t.created_at < %(known_by)s::timestamptz)
+        UNION ALL  -- ¶13: a void's reversal of a crédito aplicado (never paid) or of a give-back (paid again)
+        SELECT charge_id, CASE WHEN kind = 'credit_applied' THEN -principal ELSE principal END FROM billing_voidreversal t
+         WHERE kind IN ('credit_applied', 'give_back') AND entry_date <= %(as_of)s AND principal <> 0
+           AND (%(known_by)s::timestamptz IS NULL OR t.created_at < %(known_by)s::timestamptz)
     ) entries GROUP BY charge_id
 ), figures AS (
     SELECT c.parcel_id, c.fiscal_year_id, c.number,

@@ -152,7 +152,12 @@ class Charge(models.Model):
                 condition=~Q(kind="installment") | (Q(roll_line__isnull=False) & Q(number__in=[1, 2])), name="installment_has_line",
             ),
         ]
-        indexes = [models.Index(fields=["parcel", "due_date"]), models.Index(fields=["fiscal_year", "number"])]
+        indexes = [
+            models.Index(fields=["parcel", "due_date"]), models.Index(fields=["fiscal_year", "number"]),
+            # Issue 20: the delinquent list's candidates (``billing.delinquency``): charges that
+            # accrue surcharge, past a stored last day to pay
+            models.Index(fields=["last_day_to_pay", "parcel"], condition=Q(accrues_surcharge=True), name="charge_late_candidates"),
+        ]
         triggers = APPEND_ONLY
 
     def __str__(self) -> str:

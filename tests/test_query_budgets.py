@@ -5,12 +5,14 @@ Every signed-in request reads its session and saves it again (the 30-minute idle
 ``SESSION_SAVE_EVERY_REQUEST``), reads the user,
 its second factor and roles (``per_request``); a page's own queries are the rest.
 
-Two pages replay accounts from their stored entries, one query per kind of entry (charges,
-allocations, payments and voids, give-backs, credits applied, refunds, last-day moves, principal
-adjustments, void reversals, legal parameters, office closures): the delinquent list (17 of its
-own) and the landowner's home (21: his parcels' accounts, bills, receipts, seizure steps). Both
-are the same for 10 accounts or 1,000; their own budget waits for the set-based delinquent list
-(issue 20), so here they are held to "constant in the rows" only, and their figures printed."""
+The delinquent list is computed in SQL (``billing.delinquency``, issue 20): the legal rows, the
+closures, the distinct last days, one query for the page and its totals, and the page's parcels
+and charges; it is held to the budget like every list (it made 17 when it replayed accounts).
+The landowner's home replays his accounts from their stored entries, one query per kind of entry
+(charges, allocations, payments and voids, give-backs, credits applied, refunds, last-day moves,
+principal adjustments, void reversals, legal parameters, office closures: 21 with his bills,
+receipts and seizure steps), the same for 10 accounts or 1,000; it is held to "constant in the
+rows" only, and its figures printed."""
 
 from datetime import date
 from decimal import Decimal
@@ -44,7 +46,7 @@ PAGES = [
     ("home", [], {}, "landowner"),
     ("collections:delinquent", [], {"as_of": "02/09/2026"}, "hacienda"),
 ]
-REPLAYS_ACCOUNTS = {"collections:delinquent", "home"}
+REPLAYS_ACCOUNTS = {"home"}
 
 
 def district(size: int, users, owner) -> None:

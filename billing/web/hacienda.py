@@ -20,7 +20,7 @@ from typing import Any
 from django import forms
 from django.contrib import messages
 from django.core.exceptions import ValidationError
-from django.core.paginator import Paginator
+from django.core.paginator import Page, Paginator
 from django.db.models import Prefetch
 from django.http import FileResponse, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -38,9 +38,19 @@ from parcels.models import Parcel
 from parcels.replica import reads_replica
 from parcels.roles import AUDITOR, AUTHORITY, COLLECTOR, HACIENDA, SUPERVISOR, role_required
 
-from .. import accounts, charts, documents
+from .. import accounts, charts, delinquency, documents
 from ..errors import BillingError
-from ..models import BillBatch, BillBatchPart, DebtCertificate, Office, OfficeClosure, SeizureCase, SeizureStep, WaterDelivery
+from ..models import (
+    BillBatch,
+    BillBatchPart,
+    Charge,
+    DebtCertificate,
+    Office,
+    OfficeClosure,
+    SeizureCase,
+    SeizureStep,
+    WaterDelivery,
+)
 from ..pdf import render_certificate
 from ..selectors import debt_table
 from ..services import bills, collection
@@ -290,6 +300,14 @@ def _sorted(items: list[accounts.DelinquentCharge], order: str) -> list[accounts
     return items
 
 
+def _page_number(value: str | None) -> int:
+    """The page asked for; anything but a whole number is the first (as ``Paginator.get_page``)."""
+    try:
+        return max(1, int(value or 1))
+    except ValueError:
+        return 1
+
+
 def _delinquent_csv(items: list[accounts.DelinquentCharge], as_of: date) -> HttpResponse:
     """The same columns as ``manage.py billing delinquent``; text cells through ``safe_cell``."""
     buffer = io.StringIO()
@@ -317,8 +335,7 @@ def delinquent(request: HttpRequest) -> HttpResponse:
     valid = form.is_valid()
     data: dict[str, Any] = form.cleaned_data if valid else {}
     as_of = data.get("as_of") or today
-    items: list[accounts.DelinquentCharge] = []
-    if valid:
+    if valid and request.GET.get("format") == "csv":
         items = accounts.delinquent_charges(
             as_of=as_of, fiscal_year=data.get("fiscal_year") or "", number=data.get("semester"),
             min_balance=data.get("min_balance"), min_days_late=data.get("min_days_late") or 0,
@@ -326,23 +343,32 @@ def delinquent(request: HttpRequest) -> HttpResponse:
         if data.get("q"):
             found = set(search.parcels_matching(Parcel.objects.all(), data["q"]).values_list("pk", flat=True))
             items = [item for item in items if item.parcel.pk in found]
-        items = _sorted(items, data.get("o") or "")
-        if request.GET.get("format") == "csv":
-            return _delinquent_csv(items, as_of)
-    totals = {
-        "principal": sum((item.state.principal for item in items), ZERO),
-        "surcharge": sum((item.state.surcharge for item in items), ZERO),
-        "paid": sum((item.state.paid for item in items), ZERO),
-        "balance": sum((item.state.balance for item in items), ZERO),
-        "parcels": len({item.parcel.pk for item in items}),
-    }
-    page = Paginator(items, PAGE_SIZE).get_page(request.GET.get("page"))
+        return _delinquent_csv(_sorted(items, data.get("o") or ""), as_of)
+    # Issue 20: one page of the list and the totals of all of it, computed in SQL
+    # (``billing.delinquency``): the page costs the same whatever the district's size.
+    lines: list[delinquency.Line] = []
+    totals = delinquency.Totals()
+    number = _page_number(request.GET.get("page"))
+    if valid:
+        filters = delinquency.Filters(
+            as_of=as_of, fiscal_year=data.get("fiscal_year") or "", number=data.get("semester"),
+            min_balance=data.get("min_balance"), min_days_late=data.get("min_days_late") or 0,
+            parcels=search.parcels_matching(Parcel.objects.all(), data["q"]) if data.get("q") else None,
+        )
+        lines, totals, number = delinquency.page(filters, order=data.get("o") or "", number=number, size=PAGE_SIZE)
+    parcels = Parcel.objects.select_related("owner").in_bulk({line.parcel_pk for line in lines})
+    charges = Charge.objects.select_related("fiscal_year").in_bulk({line.charge_id for line in lines})
+    items = [accounts.DelinquentCharge(parcel=parcels[line.parcel_pk], charge=charges[line.charge_id], state=line.state,
+                                       days_late=line.days_late) for line in lines]
+    page = Page(items, number, Paginator(range(totals.count), PAGE_SIZE))
     csv_query = request.GET.copy()
     csv_query.pop("page", None)
     csv_query["format"] = "csv"
+    totals_shown = {"principal": totals.principal, "surcharge": totals.surcharge, "paid": totals.paid,
+                    "balance": totals.balance, "parcels": totals.parcels}
     return render(request, "billing/hacienda/delinquent.html", {
-        "form": form, "valid": valid, "as_of": as_of, "today": today, "page": page, "totals": totals,
-        "count": len(items), "csv_query": csv_query.urlencode(), "sorts": SORTS,
+        "form": form, "valid": valid, "as_of": as_of, "today": today, "page": page, "totals": totals_shown,
+        "count": totals.count, "csv_query": csv_query.urlencode(), "sorts": SORTS,
     })
 
 
