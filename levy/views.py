@@ -3,8 +3,8 @@
 
 from __future__ import annotations
 
-import csv
 import io
+import tempfile
 from dataclasses import dataclass
 from datetime import date
 from decimal import Decimal
@@ -13,7 +13,7 @@ from typing import Any
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.paginator import Paginator
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.utils.translation import gettext as _
@@ -27,7 +27,7 @@ from parcels.replica import reads_replica
 from parcels.roles import AUDITOR, AUTHORITY, HACIENDA, STAFF_ROLES, has_role, role_required
 
 from . import charts, rules, selectors, services
-from .exports import ROLL_COLUMNS, levy_summary, roll_rows, safe_cell
+from .exports import XLSX_MAX_ROWS, TooManyRowsForXlsx, write_roll_csv, write_roll_xlsx, xlsx_fits
 from .filters import REASON_SHORT
 from .forms import EstimateForm, FiscalYearForm, WhatIfForm
 from .models import ChainLink, Estimate, FiscalYear, LegalParameterSet, Levy, RollLine
@@ -394,7 +394,7 @@ def roll(request: HttpRequest, year: str) -> HttpResponse:
     if export == "csv":
         return _roll_csv(levy)
     if export == "xlsx":
-        return _roll_xlsx(levy)
+        return _roll_xlsx(request, levy)
 
     filterset = selectors.roll_list(levy=levy, params=request.GET)
     lines = filterset.qs
@@ -428,6 +428,7 @@ def roll(request: HttpRequest, year: str) -> HttpResponse:
     return render(request, "levy/roll.html", {
         "label": label, "fiscal_year": levy.fiscal_year, "levy": levy, "filter": filterset, "page": page,
         "totals": totals, "whole": whole, "filtered": filtered, "rec": reconciliation,
+        "xlsx_fits": xlsx_fits(whole["lines"]), "xlsx_too_long": "" if xlsx_fits(whole["lines"]) else xlsx_too_long(whole["lines"]),
     })
 
 
@@ -438,55 +439,39 @@ def _export_name(levy: Levy, extension: str) -> str:
 def _roll_csv(levy: Levy) -> HttpResponse:
     """Every line of the roll (not only the filtered page), as ``manage.py levy export`` prints it.
 
-    Written whole before the first byte is sent, like the XLSX and the delinquent CSV: a database
-    lost half-way is then a 500, never a 200 whose file simply ends early (a streamed response has
-    sent its status already, and without a length a cut looks like the end), and the length it is
-    sent with lets the browser tell a transfer cut on the way. A roll is a few hundred bytes a
-    parcel: megabytes, not more."""
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(ROLL_COLUMNS)
-    writer.writerows(roll_rows(levy))
-    response = HttpResponse(buffer.getvalue(), content_type="text/csv; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="{_export_name(levy, "csv")}"'
-    return response
+    Written whole into a temporary file before the first byte is sent, then streamed from it: a
+    database lost half-way is then a 500, never a 200 whose file simply ends early, the length it
+    is sent with lets the browser tell a transfer cut on the way, and a roll of a million lines
+    (some hundred megabytes) never sits in memory (issue 20)."""
+    spool = tempfile.TemporaryFile()
+    text = io.TextIOWrapper(spool, encoding="utf-8", newline="")
+    write_roll_csv(levy, text)
+    text.flush()
+    text.detach()
+    spool.seek(0)
+    return FileResponse(spool, as_attachment=True, filename=_export_name(levy, "csv"), content_type="text/csv; charset=utf-8")
 
 
-TEXT_COLUMNS = {"parcel_id", "owner_name", "levied", "reason"}
-XLSX_FORMATS = {"gravity_acres": "#,##0.0000", "pumped_acres": "#,##0.0000", "equivalent_acres": "#,##0.0000",
-                "credit_percent": "0.00"}
+def xlsx_too_long(line_count: int) -> str:
+    return _("Una hoja de Excel (XLSX) admite a lo sumo %(max)s filas y este padrón tiene %(n)s líneas: "
+             "descargue el CSV, que las tiene todas.") % {"max": f"{XLSX_MAX_ROWS:,}", "n": f"{line_count:,}"}
 
 
-def _roll_xlsx(levy: Levy) -> HttpResponse:
-    """The roll as an Excel workbook: numbers as numbers (acres to 4 places, dollars to cents),
-    text cells through ``safe_cell`` so a name like ``=HYPERLINK(…)`` stays text."""
-    from openpyxl import Workbook
-    from openpyxl.cell import WriteOnlyCell
-
-    lines = list(roll_rows(levy))  # read whole first: a lost database never leaves a half-written workbook
-    book = Workbook(write_only=True)
-    sheet = book.create_sheet(_("Padrón")[:31])
-    sheet.append(list(ROLL_COLUMNS))
-    formats = [XLSX_FORMATS.get(name, "#,##0.00") for name in ROLL_COLUMNS]
-    numeric = [name not in TEXT_COLUMNS for name in ROLL_COLUMNS]
-    for row in lines:
-        cells = []
-        for value, is_number, number_format in zip(row, numeric, formats, strict=True):
-            if is_number:
-                cell = WriteOnlyCell(sheet, value=Decimal(value))
-                cell.number_format = number_format
-            else:
-                cell = WriteOnlyCell(sheet, value=value)
-            cells.append(cell)
-        sheet.append(cells)
-    summary = book.create_sheet(_("Resumen")[:31])
-    for key, value in levy_summary(levy).items():
-        summary.append([key, safe_cell(str(value)) if value is not None else ""])
-    buffer = io.BytesIO()
-    book.save(buffer)
-    response = HttpResponse(buffer.getvalue(), content_type="application/vnd.openxmlformats-officedocument.spreadsheetml.sheet")
-    response["Content-Disposition"] = f'attachment; filename="{_export_name(levy, "xlsx")}"'
-    return response
+def _roll_xlsx(request: HttpRequest, levy: Levy) -> HttpResponse:
+    """The roll as an Excel workbook (``write_roll_xlsx``), written row by row into a temporary
+    file, then streamed from it (whole before the first byte, like the CSV). A roll longer than
+    an XLSX sheet (1,048,576 rows) is refused back to the roll page with a message offering the
+    CSV; the page says so before the export is asked for (issue 20)."""
+    spool = tempfile.TemporaryFile()
+    try:
+        write_roll_xlsx(levy, spool, sheet_title=_("Padrón"), summary_title=_("Resumen"))
+    except TooManyRowsForXlsx as exc:
+        spool.close()
+        messages.error(request, xlsx_too_long(exc.args[0]))
+        return redirect("levy:roll", year=levy.fiscal_year.label)
+    spool.seek(0)
+    return FileResponse(spool, as_attachment=True, filename=_export_name(levy, "xlsx"),
+                        content_type="application/vnd.openxmlformats-officedocument.spreadsheetml.sheet")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -465,7 +465,7 @@ def test_csv_export_has_every_line_and_neutralizes_formulas(client, users, hyper
     response = client.get(url("roll", year=YEAR), {"format": "csv", "credit": "yes"})
     assert response["Content-Type"].startswith("text/csv")
     assert 'filename="padron-2026-2027-borrador.csv"' in response["Content-Disposition"]
-    text = response.content.decode("utf-8")
+    text = b"".join(response.streaming_content).decode("utf-8")
     rows = list(csv.DictReader(io.StringIO(text)))
     assert tuple(rows[0].keys()) == ROLL_COLUMNS
     assert [row["parcel_id"] for row in rows] == ["P1", "P2", "P3", "P4", "P5", "P6"]  # all lines, filters ignored
@@ -484,7 +484,7 @@ def test_xlsx_export_opens_with_numbers_and_safe_text(client, users, hyperlink_o
     client.force_login(users["auditor"])
     response = client.get(url("roll", year=YEAR), {"format": "xlsx"})
     assert response["Content-Type"] == "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
-    book = load_workbook(io.BytesIO(response.content))
+    book = load_workbook(io.BytesIO(b"".join(response.streaming_content)))
     sheet = book.worksheets[0]
     rows = list(sheet.iter_rows(values_only=True))
     assert rows[0] == ROLL_COLUMNS and len(rows) == 7
@@ -632,3 +632,50 @@ def test_worksheet_shows_certified_credits_as_zero_when_nothing_is_levied(client
     credits_line = next(line for line in response.context["lines"] if line.key == "credits")
     assert credits_line.amount == Decimal("0.00")
     assert "La Autoridad certificó $1,500.00" in response.content.decode()
+
+
+@pytest.mark.django_db
+def test_exports_are_streamed_from_a_file_with_their_length(client, users, hyperlink_owner, draft_1):
+    """Issue 20: the CSV and the XLSX are written whole into a temporary file, then streamed from
+    it with their length (never held whole in memory, never cut silently)."""
+    from openpyxl import load_workbook
+
+    client.force_login(users["hacienda"])
+    for export in ("csv", "xlsx"):
+        response = client.get(url("roll", year=YEAR), {"format": export})
+        assert response.status_code == 200 and response.streaming
+        body = b"".join(response.streaming_content)
+        assert int(response["Content-Length"]) == len(body) > 0
+        assert f'filename="padron-2026-2027-borrador.{export}"' in response["Content-Disposition"]
+        if export == "csv":
+            assert [row["parcel_id"] for row in csv.DictReader(io.StringIO(body.decode()))] == ["P1", "P2", "P3", "P4", "P5", "P6"]
+        else:
+            rows = list(load_workbook(io.BytesIO(body)).worksheets[0].iter_rows(values_only=True))
+            assert [row[0] for row in rows[1:]] == ["P1", "P2", "P3", "P4", "P5", "P6"]
+
+
+@pytest.mark.django_db
+def test_a_roll_longer_than_an_xlsx_sheet_is_refused_and_the_page_offers_the_csv(client, users, hyperlink_owner, draft_1,
+                                                                                  monkeypatch):
+    """Issue 20: XLSX stops at 1,048,576 rows; with the limit patched to 6 rows, a roll of 6 lines
+    (7 rows with the header) no longer fits: the page says so before anything is asked, the
+    XLSX request comes back to the page with the message, and the CSV still has every line."""
+    from levy import exports
+
+    client.force_login(users["hacienda"])
+    page = client.get(url("roll", year=YEAR)).content.decode()
+    assert "?format=xlsx" in page and 'id="xlsx-too-long"' not in page
+    monkeypatch.setattr(exports, "XLSX_MAX_ROWS", 6)
+    monkeypatch.setattr("levy.views.XLSX_MAX_ROWS", 6)
+    page = client.get(url("roll", year=YEAR)).content.decode()
+    assert "?format=xlsx" not in page and 'id="xlsx-too-long"' in page
+    assert "a lo sumo 6 filas y este padrón tiene 6 líneas" in page and "?format=csv" in page
+    response = client.get(url("roll", year=YEAR), {"format": "xlsx"}, follow=True)
+    assert response.redirect_chain == [(url("roll", year=YEAR), 302)]
+    assert "descargue el CSV" in response.content.decode()
+    response = client.get(url("roll", year=YEAR), {"format": "csv"})
+    assert len(b"".join(response.streaming_content).decode().splitlines()) == 7
+    monkeypatch.setattr(exports, "XLSX_MAX_ROWS", 7)  # exactly full: the header and 6 lines
+    monkeypatch.setattr("levy.views.XLSX_MAX_ROWS", 7)
+    response = client.get(url("roll", year=YEAR), {"format": "xlsx"})
+    assert response.status_code == 200 and response.streaming
