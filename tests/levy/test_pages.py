@@ -501,8 +501,18 @@ def test_xlsx_export_opens_with_numbers_and_safe_text(client, users, hyperlink_o
 # ---------------------------------------------------------------------------------------------
 
 
+def simulate(client, year: str, figures: dict, capture) -> object:
+    """Ask for a what-if: the form queues a job (issue 20) and comes back with ``job=<pk>``; the
+    job runs on commit; the page then shows its result."""
+    with capture(execute=True) as callbacks:
+        queued = client.get(url("whatif", year=year), {"run": "1", **figures})
+    assert queued.status_code == 302 and "job=" in queued["Location"] and len(callbacks) == 1
+    return client.get(queued["Location"])
+
+
 @pytest.mark.django_db
-def test_whatif_compares_with_last_years_final_roll_and_writes_nothing(client, users, example_1, make_user):
+def test_whatif_compares_with_last_years_final_roll_and_writes_nothing(client, users, example_1, make_user,
+                                                                      django_capture_on_commit_callbacks):
     last = "2025-2026"
     estimate_enter(acting_user=users["authority"], fiscal_year=last,
                    **amounts(om_estimate="100000.00", reserve="1500.00", surplus="4000.00", misc_income="7500.00"))
@@ -511,40 +521,67 @@ def test_whatif_compares_with_last_years_final_roll_and_writes_nothing(client, u
     roll_finalize(acting_user=users["hacienda"], fiscal_year=last, today=date(2025, 6, 30))
     estimate_enter(acting_user=users["authority"], fiscal_year=YEAR,
                    **amounts(om_estimate="100000.00", reserve="1500.00", surplus="4000.00", misc_income="7500.00"))
-    counts = (Levy.objects.count(), RollLine.objects.count(), Estimate.objects.count(), FiscalYear.objects.count(), Job.objects.count())
+    counts = (Levy.objects.count(), RollLine.objects.count(), Estimate.objects.count(), FiscalYear.objects.count())
 
     client.force_login(users["authority"])
     page = client.get(url("whatif", year=YEAR)).content.decode()
     assert "Simulación: no cambia ningún padrón" in page and 'value="100,000.00"' in page  # pre-filled
     assert 'name="surplus" value="4,000.00"' in page and 'name="deficit" inputmode' in page  # a zero deficit stays blank
-    response = client.get(url("whatif", year=YEAR), {"run": "1", "om_estimate": "110,000.00", "reserve": "1500.00",
-                                                       "surplus": "4000.00", "misc_income": "7500.00"})
+    response = simulate(client, YEAR, {"om_estimate": "110,000.00", "reserve": "1500.00", "surplus": "4000.00",
+                                       "misc_income": "7500.00"}, django_capture_on_commit_callbacks)
     assert response.status_code == 200
+    job = response.context["job"]
+    assert job.kind == "levy_whatif" and job.status == "done" and job.created_by == users["authority"]
     result = response.context["result"]
     # subtotal 100,000.00 + 2% = 102,000.00 over 500 acres
-    assert result.worksheet.total_levy == Decimal("102000.00") and result.worksheet.rate_gravity == Decimal("204.000000")
+    assert result["worksheet"].total_levy == Decimal("102000.00") and result["worksheet"].rate_gravity == Decimal("204.000000")
     page = response.content.decode()
     assert "$102,000.00" in page and "204.000000" in page and "Simulación: no cambia ningún padrón" in page
+    assert 'value="110,000.00"' in page  # the figures simulated stay in the form
     assert "Cambio por predio frente al padrón final de 2025-2026" in page and "No hay un padrón final" not in page
     assert "Los 5 predios con el mayor cambio en el neto" in page and "+$5,100.00" in page
     assert response.context["counts"] == {"up": 5, "down": 0, "same": 0, "new": 0, "gone": 0}
     changes = response.context["changes"]
     assert changes[0].parcel_id == "P2" and changes[0].delta == Decimal("5100.00")  # 250 acres × 20.40
     assert response.context["total_delta"] == Decimal("10200.00")
-    assert (Levy.objects.count(), RollLine.objects.count(), Estimate.objects.count(), FiscalYear.objects.count(),
-            Job.objects.count()) == counts
+    # the books are as they were: only the job's record was written
+    assert (Levy.objects.count(), RollLine.objects.count(), Estimate.objects.count(), FiscalYear.objects.count()) == counts
+    assert Job.objects.filter(kind="levy_whatif").count() == 1
+    again = client.get(f"{url('whatif', year=YEAR)}?run=1&om_estimate=1&reserve=0&misc_income=0&job={job.pk}")
+    assert again.status_code == 200 and Job.objects.filter(kind="levy_whatif").count() == 1  # shown, not run again
 
     # a year with no estimates yet is simulated without creating it; the reserve cap is checked
     client.force_login(users["hacienda"])
     response = client.get(url("whatif", year="2027-2028"), {"run": "1", "om_estimate": "1000.00", "reserve": "20.01",
                                                              "misc_income": "0"})
     assert "reserve" in response.context["form"].errors and response.context["result"] is None
-    response = client.get(url("whatif", year="2027-2028"), {"run": "1", "om_estimate": "1000.00", "reserve": "20.00",
-                                                             "misc_income": "0"})
-    assert response.context["result"].worksheet.total_levy == Decimal("1040.40")
+    assert Job.objects.filter(kind="levy_whatif").count() == 1  # an invalid form queues nothing
+    response = simulate(client, "2027-2028", {"om_estimate": "1000.00", "reserve": "20.00", "misc_income": "0"},
+                        django_capture_on_commit_callbacks)
+    assert response.context["result"]["worksheet"].total_levy == Decimal("1040.40")
     assert "No hay un padrón final de 2026-2027" in response.content.decode()
     assert not FiscalYear.objects.filter(label="2027-2028").exists()
     assert (Levy.objects.count(), RollLine.objects.count(), Estimate.objects.count()) == counts[:3]
+
+
+@pytest.mark.django_db
+def test_whatif_waits_for_its_job_and_is_only_its_askers(client, users, example_1, draft_1):
+    """Issue 20: while the job is queued the page shows its progress and refreshes itself; the
+    job is shown to whoever asked for it, a 404 to anyone else."""
+    client.force_login(users["hacienda"])
+    queued = client.get(url("whatif", year=YEAR), {"run": "1", "om_estimate": "100000.00", "reserve": "1500.00",
+                                                   "misc_income": "0"})
+    job = Job.objects.get(kind="levy_whatif")
+    assert queued.status_code == 302 and queued["Location"].endswith(f"job={job.pk}") and job.status == "queued"
+    stored = job.payload["amounts"]
+    assert job.payload["fiscal_year"] == YEAR and stored["certified_credits"] is None  # the figures as the form read them
+    assert {name: Decimal(stored[name]) for name in ("om_estimate", "reserve", "misc_income", "deficit", "surplus")} == {
+        "om_estimate": Decimal("100000"), "reserve": Decimal("1500"), "misc_income": 0, "deficit": 0, "surplus": 0}
+    page = client.get(queued["Location"]).content.decode()
+    assert "En cola: esperando al proceso de fondo" in page and 'http-equiv="refresh"' in page
+    assert "Resultado de la simulación" not in page
+    client.force_login(users["authority"])
+    assert client.get(queued["Location"]).status_code == 404
 
 
 @pytest.mark.django_db
