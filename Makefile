@@ -79,6 +79,7 @@ totp: $(STAMP) $(SECRET_FILE)
 	@test "$(origin USER)" = "command line" || { echo "make totp USER=<demo username>, e.g. make totp USER=hacienda" >&2; exit 2; }
 	@DEBUG=true SECRET_KEY_FILE=$(SECRET_FILE) $(PY) manage.py demo_totp $(USER)
 
+# Issue 20's table and every figure (docs/performance.md): BENCH_PARCELS=5000 BENCH_BILLS=200 make bench for a quick run.
 bench: $(DEV_STAMP)
 	cd bench && ../$(PY) run_all.py
 

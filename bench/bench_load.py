@@ -7,9 +7,10 @@ PBKDF2 password hashes, database sessions saved on every request. Requests come 
 process on loopback the way the TLS proxy forwards them (``X-Forwarded-Proto: https``, so the
 secure cookies and the CSRF origin check are the production ones).
 
-The database is the demo district of ``manage.py seed_demo`` (1,500 parcels, the 2026-2027 levy
-finalized, about 300 payments with their stored receipts) with more accounts: landowners linked to
-owners that have several parcels and receipts, collectors and Hacienda officers. Each virtual user
+The database is the district of ``district.py`` (issue 20: 100,000 parcels, a finalized roll, a
+season of payments, 10 % of the accounts late; ``BENCH_LOAD_SEED=demo`` serves ``seed_demo``'s
+district instead, with receipts) with more accounts: landowners linked to owners that have
+several parcels, collectors and Hacienda officers. Each virtual user
 signs in once with its own account, fetches the static files its first page links, then cycles
 through its role's pages with a think time between requests:
 
@@ -24,7 +25,7 @@ out of the figures.
 
 Environment: ``BENCH_LOAD_USERS`` (20), ``BENCH_LOAD_SECONDS`` (60), ``BENCH_LOAD_WARMUP`` (15),
 ``BENCH_LOAD_WORKERS`` (3 gunicorn workers), ``BENCH_LOAD_THINK`` ("0.5,2": seconds a user waits
-between two pages, uniform; "0" for none), ``BENCH_LOAD_PARCELS`` (1500).
+between two pages, uniform; "0" for none), ``BENCH_LOAD_PARCELS`` (``BENCH_PARCELS``, else 100,000), ``BENCH_LOAD_SEED`` ("district" or "demo").
 Run alone: ``cd bench && ../.venv/bin/python bench_load.py``."""
 
 from __future__ import annotations
@@ -56,7 +57,11 @@ SECONDS = float(os.environ.get("BENCH_LOAD_SECONDS", "60"))
 WARMUP = float(os.environ.get("BENCH_LOAD_WARMUP", "15"))
 WORKERS = int(os.environ.get("BENCH_LOAD_WORKERS", "3"))
 THINK = tuple(float(x) for x in os.environ.get("BENCH_LOAD_THINK", "0.5,2").split(","))
-PARCELS = int(os.environ.get("BENCH_LOAD_PARCELS", "1500"))
+PARCELS = int(os.environ.get("BENCH_LOAD_PARCELS", os.environ.get("BENCH_PARCELS", "100000")))
+# "district" (default): the district of ``district.py`` (import, roll, finalize, a season of
+# payments, 10 % late); "demo": ``seed_demo`` (with receipts, bank files, closed days: slow past
+# a few thousand parcels).
+SEED = os.environ.get("BENCH_LOAD_SEED", "district")
 TARGET_P95_MS = 200.0
 PASSWORD = "Carga-de-prueba-2026"
 FISCAL_YEAR = "2026-2027"
@@ -407,16 +412,31 @@ def figures(result: dict) -> tuple[list[tuple[str, str]], str]:
     rows.append((f"load: all pages, {USERS} users for {result['seconds']:.0f} s ({think}, {WORKERS} workers)",
                  f"p50 {percentile(pages, 0.5):.0f} ms, p95 {p95:.0f} ms, max {max(pages):.0f} ms; {len(pages)} requests "
                  f"({len(pages) / result['seconds']:.1f}/s), {errors} errors; target p95 < 200 ms and 0 errors: {verdict}"))
+    worst = max((label for label in result["samples"] if label.split(":")[0] in ROLES),
+                key=lambda label: percentile(result["samples"][label], 0.95))
+    worst_p95 = percentile(result["samples"][worst], 0.95)
+    from table import issue_row
+
+    issue_row(f"pages under load, {USERS} users with think time ({think}), {PARCELS:,} parcels",
+              f"all pages p95 {p95:.0f} ms; slowest page p95 {worst_p95:.0f} ms ({worst}); {errors} errors",
+              "every page p95 ≤ 200 ms, 0 errors", worst_p95 <= TARGET_P95_MS and errors == 0)
     lines.append(f"{'ALL PAGES':<52} {len(pages):>8} {errors:>6} {percentile(pages, 0.5):>7.0f} {p95:>7.0f} {max(pages):>7.0f}"
                  f"  target p95 < {TARGET_P95_MS:.0f} ms, 0 errors: {verdict}")
     return rows, "\n".join(lines)
 
 
 def main() -> list[tuple[str, str]]:
-    setup_fresh_database()
-    print(f"seeding the demo district ({PARCELS:,} parcels, payments and receipts)...", flush=True)
-    seed(PARCELS)
-    return run()
+    if SEED == "demo":
+        setup_fresh_database()
+        print(f"seeding the demo district ({PARCELS:,} parcels, payments and receipts)...", flush=True)
+        seed(PARCELS)
+        return run()
+    import district
+
+    district.PARCELS = PARCELS
+    results: list[tuple[str, str]] = []
+    district.build(results)
+    return results + run()
 
 
 def run() -> list[tuple[str, str]]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from parcels.jobs import JobProgress, job_task
 from parcels.models import Job
 
-from . import services
+from . import services, whatif
 from .services import LEVY_COMPUTE
 
 
@@ -25,3 +25,10 @@ def compute_levy(job: Job, progress: JobProgress) -> dict:
     except services.LevyError as exc:
         return {"refused": str(exc)}
     return {"levy_id": levy.pk, "lines": levy.parcels_in_roll, "total_levy": str(levy.total_levy.amount)}
+
+
+@job_task(whatif.LEVY_WHATIF)
+def simulate_levy(job: Job, progress: JobProgress) -> dict:
+    """¶1–¶12: the what-if of the officer who asked (``levy.whatif.simulate``): writes no
+    estimate, levy or roll, only this job's result, which the what-if page renders."""
+    return whatif.simulate(fiscal_year=job.payload["fiscal_year"], amounts=job.payload["amounts"], progress=progress.set)

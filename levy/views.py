@@ -3,17 +3,16 @@
 
 from __future__ import annotations
 
-import csv
 import io
+import tempfile
 from dataclasses import dataclass
-from datetime import date
 from decimal import Decimal
 from typing import Any
 
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.paginator import Paginator
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.utils.translation import gettext as _
@@ -27,7 +26,8 @@ from parcels.replica import reads_replica
 from parcels.roles import AUDITOR, AUTHORITY, HACIENDA, STAFF_ROLES, has_role, role_required
 
 from . import charts, rules, selectors, services
-from .exports import ROLL_COLUMNS, levy_summary, roll_rows, safe_cell
+from . import whatif as whatif_jobs
+from .exports import XLSX_MAX_ROWS, TooManyRowsForXlsx, write_roll_csv, write_roll_xlsx, xlsx_fits
 from .filters import REASON_SHORT
 from .forms import EstimateForm, FiscalYearForm, WhatIfForm
 from .models import ChainLink, Estimate, FiscalYear, LegalParameterSet, Levy, RollLine
@@ -394,7 +394,7 @@ def roll(request: HttpRequest, year: str) -> HttpResponse:
     if export == "csv":
         return _roll_csv(levy)
     if export == "xlsx":
-        return _roll_xlsx(levy)
+        return _roll_xlsx(request, levy)
 
     filterset = selectors.roll_list(levy=levy, params=request.GET)
     lines = filterset.qs
@@ -428,6 +428,7 @@ def roll(request: HttpRequest, year: str) -> HttpResponse:
     return render(request, "levy/roll.html", {
         "label": label, "fiscal_year": levy.fiscal_year, "levy": levy, "filter": filterset, "page": page,
         "totals": totals, "whole": whole, "filtered": filtered, "rec": reconciliation,
+        "xlsx_fits": xlsx_fits(whole["lines"]), "xlsx_too_long": "" if xlsx_fits(whole["lines"]) else xlsx_too_long(whole["lines"]),
     })
 
 
@@ -438,55 +439,39 @@ def _export_name(levy: Levy, extension: str) -> str:
 def _roll_csv(levy: Levy) -> HttpResponse:
     """Every line of the roll (not only the filtered page), as ``manage.py levy export`` prints it.
 
-    Written whole before the first byte is sent, like the XLSX and the delinquent CSV: a database
-    lost half-way is then a 500, never a 200 whose file simply ends early (a streamed response has
-    sent its status already, and without a length a cut looks like the end), and the length it is
-    sent with lets the browser tell a transfer cut on the way. A roll is a few hundred bytes a
-    parcel: megabytes, not more."""
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(ROLL_COLUMNS)
-    writer.writerows(roll_rows(levy))
-    response = HttpResponse(buffer.getvalue(), content_type="text/csv; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="{_export_name(levy, "csv")}"'
-    return response
+    Written whole into a temporary file before the first byte is sent, then streamed from it: a
+    database lost half-way is then a 500, never a 200 whose file simply ends early, the length it
+    is sent with lets the browser tell a transfer cut on the way, and a roll of a million lines
+    (some hundred megabytes) never sits in memory (issue 20)."""
+    spool = tempfile.TemporaryFile()
+    text = io.TextIOWrapper(spool, encoding="utf-8", newline="")
+    write_roll_csv(levy, text)
+    text.flush()
+    text.detach()
+    spool.seek(0)
+    return FileResponse(spool, as_attachment=True, filename=_export_name(levy, "csv"), content_type="text/csv; charset=utf-8")
 
 
-TEXT_COLUMNS = {"parcel_id", "owner_name", "levied", "reason"}
-XLSX_FORMATS = {"gravity_acres": "#,##0.0000", "pumped_acres": "#,##0.0000", "equivalent_acres": "#,##0.0000",
-                "credit_percent": "0.00"}
+def xlsx_too_long(line_count: int) -> str:
+    return _("Una hoja de Excel (XLSX) admite a lo sumo %(max)s filas y este padrón tiene %(n)s líneas: "
+             "descargue el CSV, que las tiene todas.") % {"max": f"{XLSX_MAX_ROWS:,}", "n": f"{line_count:,}"}
 
 
-def _roll_xlsx(levy: Levy) -> HttpResponse:
-    """The roll as an Excel workbook: numbers as numbers (acres to 4 places, dollars to cents),
-    text cells through ``safe_cell`` so a name like ``=HYPERLINK(…)`` stays text."""
-    from openpyxl import Workbook
-    from openpyxl.cell import WriteOnlyCell
-
-    lines = list(roll_rows(levy))  # read whole first: a lost database never leaves a half-written workbook
-    book = Workbook(write_only=True)
-    sheet = book.create_sheet(_("Padrón")[:31])
-    sheet.append(list(ROLL_COLUMNS))
-    formats = [XLSX_FORMATS.get(name, "#,##0.00") for name in ROLL_COLUMNS]
-    numeric = [name not in TEXT_COLUMNS for name in ROLL_COLUMNS]
-    for row in lines:
-        cells = []
-        for value, is_number, number_format in zip(row, numeric, formats, strict=True):
-            if is_number:
-                cell = WriteOnlyCell(sheet, value=Decimal(value))
-                cell.number_format = number_format
-            else:
-                cell = WriteOnlyCell(sheet, value=value)
-            cells.append(cell)
-        sheet.append(cells)
-    summary = book.create_sheet(_("Resumen")[:31])
-    for key, value in levy_summary(levy).items():
-        summary.append([key, safe_cell(str(value)) if value is not None else ""])
-    buffer = io.BytesIO()
-    book.save(buffer)
-    response = HttpResponse(buffer.getvalue(), content_type="application/vnd.openxmlformats-officedocument.spreadsheetml.sheet")
-    response["Content-Disposition"] = f'attachment; filename="{_export_name(levy, "xlsx")}"'
-    return response
+def _roll_xlsx(request: HttpRequest, levy: Levy) -> HttpResponse:
+    """The roll as an Excel workbook (``write_roll_xlsx``), written row by row into a temporary
+    file, then streamed from it (whole before the first byte, like the CSV). A roll longer than
+    an XLSX sheet (1,048,576 rows) is refused back to the roll page with a message offering the
+    CSV; the page says so before the export is asked for (issue 20)."""
+    spool = tempfile.TemporaryFile()
+    try:
+        write_roll_xlsx(levy, spool, sheet_title=_("Padrón"), summary_title=_("Resumen"))
+    except TooManyRowsForXlsx as exc:
+        spool.close()
+        messages.error(request, xlsx_too_long(exc.args[0]))
+        return redirect("levy:roll", year=levy.fiscal_year.label)
+    spool.seek(0)
+    return FileResponse(spool, as_attachment=True, filename=_export_name(levy, "xlsx"),
+                        content_type="application/vnd.openxmlformats-officedocument.spreadsheetml.sheet")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -494,22 +479,15 @@ def _roll_xlsx(levy: Levy) -> HttpResponse:
 # ---------------------------------------------------------------------------------------------
 
 
-@dataclass
-class Change:
-    parcel_id: str
-    parcel_pk: int
-    owner_name: str
-    levied: bool
-    before: Decimal | None  # net on last year's final roll; None when the parcel was not on it
-    after: Decimal
-    delta: Decimal
-
-
 @role_required(*WHATIF_USERS)
 def whatif(request: HttpRequest, year: str) -> HttpResponse:
+    """The simulation form; a valid one queues ``levy_whatif`` (``levy.whatif``: the rules over the
+    whole registry take too long for a request at 100,000 parcels, issue 20) and comes back here
+    with ``job=<pk>``, which shows the job's progress, then its result. Writes no estimate, levy
+    or roll."""
     label = year_label_or_404(year)
     start = rules.fiscal_year_start(label)
-    # An unsaved FiscalYear when the year has no estimates yet: compute() only reads .start.
+    # An unsaved FiscalYear when the year has no estimates yet: only .start and .pk are read.
     fiscal_year = FiscalYear.objects.filter(label=label).first() or FiscalYear(label=label, start=start)
     params = selectors.parameter_set_in_force(start)
     if params is None:
@@ -520,63 +498,33 @@ def whatif(request: HttpRequest, year: str) -> HttpResponse:
     else:
         form = WhatIfForm(initial=EstimateForm.initial_from(current), params=params.as_rules())
     _add_reserve_cap_hint(form, current, params)
-    context: dict[str, Any] = {"label": label, "form": form, "current": current, "result": None}
-    if form.is_bound and form.is_valid():
-        data = form.cleaned_data
-        estimate = Estimate(  # never saved: only its amounts are read
-            fiscal_year=fiscal_year, om_estimate=data["om_estimate"], reserve=data["reserve"], misc_income=data["misc_income"],
-            deficit=data["deficit"], surplus=data["surplus"], certified_credits=data.get("certified_credits"),
-        )
-        parcels, refs = services.parcel_inputs()
-        try:
-            result = services.compute(year=fiscal_year, estimate=estimate, parcels=parcels, params=params)
-        except services.LevyError as exc:
-            form.add_error(None, str(exc))
-        else:
-            context.update(_whatif_comparison(result, refs, start))
-            context["result"] = result
-            context["lines"] = worksheet_lines(result.worksheet)
-            context["credits_warning"] = credits_check(k0=result.worksheet.k0, total_levy=result.worksheet.total_levy,
-                                                       safety_margin_rate=params.safety_margin_rate,
-                                                       certified=result.worksheet.credits_certified)
-            existing = selectors.roll_levy(label) if fiscal_year.pk else None
-            context["existing"] = existing
+    context: dict[str, Any] = {"label": label, "form": form, "current": current, "result": None, "job": None}
+    job_id = request.GET.get("job", "")
+    if job_id.isdigit():  # a simulation asked before: its progress or its result, never a second one
+        job = get_object_or_404(Job, pk=int(job_id), kind=whatif_jobs.LEVY_WHATIF, created_by=request.user,
+                                payload__fiscal_year=label)
+        context["job"] = job
+        context["waiting"] = job.status in (Job.Status.QUEUED, Job.Status.RUNNING)
+        if job.status == Job.Status.FAILED:
+            context["failed"] = job.error.splitlines()[0] if job.error else ""
+        elif job.status == Job.Status.DONE and job.result.get("refused"):
+            form.is_valid()
+            form.add_error(None, job.result["refused"])
+        elif job.status == Job.Status.DONE:
+            stored = whatif_jobs.shown(job.result)
+            context.update(stored)
+            sheet = stored["sheet"]
+            context["lines"] = worksheet_lines(sheet)
+            context["credits_warning"] = credits_check(k0=sheet.k0, total_levy=sheet.total_levy,
+                                                       safety_margin_rate=stored["safety_margin_rate"],
+                                                       certified=sheet.credits_certified)
+            context["existing"] = selectors.roll_levy(label) if fiscal_year.pk else None
+    elif form.is_bound and form.is_valid():
+        job = whatif_jobs.whatif_start(acting_user=request.user, fiscal_year=label, amounts=form.cleaned_data)
+        query = request.GET.copy()
+        query["job"] = str(job.pk)
+        return redirect(f"{request.path}?{query.urlencode()}")
     return render(request, "levy/whatif.html", context)
-
-
-def _whatif_comparison(result: rules.LevyComputation, refs: dict[str, tuple], start: date) -> dict[str, Any]:
-    previous_start = date(start.year - 1, 7, 1)
-    previous = selectors.final_roll_nets(start=previous_start)
-    context: dict[str, Any] = {"previous_label": rules.fiscal_year_label(start.year - 1), "has_previous": previous is not None}
-    if previous is None:
-        return context
-    changes: list[Change] = []
-    counts = {"up": 0, "down": 0, "same": 0, "new": 0, "gone": 0}
-    before_total = sum((net for _charge, net in previous.values()), ZERO)
-    for line in result.lines:
-        old = previous.get(line.parcel_id)
-        before = old[1] if old is not None else None
-        delta = line.net - (before or ZERO)
-        if before is None:
-            counts["new"] += 1
-        elif delta > 0:
-            counts["up"] += 1
-        elif delta < 0:
-            counts["down"] += 1
-        else:
-            counts["same"] += 1
-        if delta or before is None:
-            ref = refs[line.parcel_id]
-            changes.append(Change(parcel_id=line.parcel_id, parcel_pk=ref[0], owner_name=ref[3], levied=line.levied,
-                                  before=before, after=line.net, delta=delta))
-    on_roll = {line.parcel_id for line in result.lines}
-    counts["gone"] = sum(1 for code in previous if code not in on_roll)
-    changes.sort(key=lambda change: (-abs(change.delta), change.parcel_id))
-    context.update(
-        changes=changes[:WHATIF_SHOWN], changed=len(changes), counts=counts, before_total=before_total,
-        after_total=result.roll_net, total_delta=result.roll_net - before_total, shown=WHATIF_SHOWN,
-    )
-    return context
 
 
 # ---------------------------------------------------------------------------------------------

@@ -18,7 +18,6 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser, Group
 from django.core.exceptions import ValidationError
 from django.db import connection, transaction
-from django.db.models import Q
 from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_noop
@@ -376,20 +375,29 @@ def import_plan(rows: tuple[ParcelRow, ...]) -> ImportPlan:
     if plan.errors:
         return plan
 
-    ids = [row.parcel_id for row in rows]
+    # One array parameter per lookup (``= ANY(%s)``), not an IN list of 100,000 placeholders, which
+    # costs seconds to build and send (issue 20: the import at 100,000 parcels).
     existing: dict[str, tuple] = {}
-    for chunk_start in range(0, len(ids), 20000):
-        for values in Parcel.objects.filter(parcel_id__in=ids[chunk_start:chunk_start + 20000]).values_list(
-            "parcel_id", "pk", "owner_id", *PARCEL_COLUMNS
-        ):
+    quote = connection.ops.quote_name
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT parcel_id, id, owner_id, {', '.join(quote(c) for c in PARCEL_COLUMNS)} FROM {Parcel._meta.db_table} "
+            "WHERE parcel_id = ANY(%s::varchar[])",
+            [[row.parcel_id for row in rows]],
+        )
+        for values in cursor.fetchall():
             existing[values[0]] = values[1:]
-    owner_ids = {value[1] for value in existing.values()}
+        owner_ids = sorted({value[1] for value in existing.values()})
+        cursor.execute(
+            f"SELECT id, owner_key, {', '.join(quote(c) for c in OWNER_COLUMNS)} FROM {Owner._meta.db_table} "
+            "WHERE id = ANY(%s::bigint[]) OR owner_key = ANY(%s::varchar[])",
+            [owner_ids, list(first_by_key)],
+        )
+        found_owners = cursor.fetchall()
     owners_by_pk: dict[int, tuple] = {}
     owner_key_by_pk: dict[int, str] = {}
     owner_pk_by_key: dict[str, int] = {}
-    for pk, key, *values in Owner.objects.filter(Q(pk__in=owner_ids) | Q(owner_key__in=list(first_by_key))).values_list(
-        "pk", "owner_key", *OWNER_COLUMNS
-    ):
+    for pk, key, *values in found_owners:
         owners_by_pk[pk] = tuple(values)
         owner_key_by_pk[pk] = key
         owner_pk_by_key[key] = pk
@@ -490,7 +498,10 @@ def _apply(plan: ImportPlan) -> None:
         Owner, ("owner_key", *OWNER_COLUMNS, "mailing_address", "created_at"),
         ((new_keys[ref], *values, "", now) for ref, values in plan.new_owners.items()),
     )
-    created_pks = dict(Owner.objects.filter(owner_key__in=list(new_keys.values())).values_list("owner_key", "pk"))
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT owner_key, id FROM {Owner._meta.db_table} WHERE owner_key = ANY(%s::varchar[])",
+                       [list(new_keys.values())])
+        created_pks = dict(cursor.fetchall())
     owner_pk = {ref: created_pks[key] for ref, key in new_keys.items()}
 
     def resolve(ref: str) -> int:

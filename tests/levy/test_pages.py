@@ -465,7 +465,7 @@ def test_csv_export_has_every_line_and_neutralizes_formulas(client, users, hyper
     response = client.get(url("roll", year=YEAR), {"format": "csv", "credit": "yes"})
     assert response["Content-Type"].startswith("text/csv")
     assert 'filename="padron-2026-2027-borrador.csv"' in response["Content-Disposition"]
-    text = response.content.decode("utf-8")
+    text = b"".join(response.streaming_content).decode("utf-8")
     rows = list(csv.DictReader(io.StringIO(text)))
     assert tuple(rows[0].keys()) == ROLL_COLUMNS
     assert [row["parcel_id"] for row in rows] == ["P1", "P2", "P3", "P4", "P5", "P6"]  # all lines, filters ignored
@@ -484,7 +484,7 @@ def test_xlsx_export_opens_with_numbers_and_safe_text(client, users, hyperlink_o
     client.force_login(users["auditor"])
     response = client.get(url("roll", year=YEAR), {"format": "xlsx"})
     assert response["Content-Type"] == "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
-    book = load_workbook(io.BytesIO(response.content))
+    book = load_workbook(io.BytesIO(b"".join(response.streaming_content)))
     sheet = book.worksheets[0]
     rows = list(sheet.iter_rows(values_only=True))
     assert rows[0] == ROLL_COLUMNS and len(rows) == 7
@@ -501,8 +501,18 @@ def test_xlsx_export_opens_with_numbers_and_safe_text(client, users, hyperlink_o
 # ---------------------------------------------------------------------------------------------
 
 
+def simulate(client, year: str, figures: dict, capture) -> object:
+    """Ask for a what-if: the form queues a job (issue 20) and comes back with ``job=<pk>``; the
+    job runs on commit; the page then shows its result."""
+    with capture(execute=True) as callbacks:
+        queued = client.get(url("whatif", year=year), {"run": "1", **figures})
+    assert queued.status_code == 302 and "job=" in queued["Location"] and len(callbacks) == 1
+    return client.get(queued["Location"])
+
+
 @pytest.mark.django_db
-def test_whatif_compares_with_last_years_final_roll_and_writes_nothing(client, users, example_1, make_user):
+def test_whatif_compares_with_last_years_final_roll_and_writes_nothing(client, users, example_1, make_user,
+                                                                      django_capture_on_commit_callbacks):
     last = "2025-2026"
     estimate_enter(acting_user=users["authority"], fiscal_year=last,
                    **amounts(om_estimate="100000.00", reserve="1500.00", surplus="4000.00", misc_income="7500.00"))
@@ -511,40 +521,67 @@ def test_whatif_compares_with_last_years_final_roll_and_writes_nothing(client, u
     roll_finalize(acting_user=users["hacienda"], fiscal_year=last, today=date(2025, 6, 30))
     estimate_enter(acting_user=users["authority"], fiscal_year=YEAR,
                    **amounts(om_estimate="100000.00", reserve="1500.00", surplus="4000.00", misc_income="7500.00"))
-    counts = (Levy.objects.count(), RollLine.objects.count(), Estimate.objects.count(), FiscalYear.objects.count(), Job.objects.count())
+    counts = (Levy.objects.count(), RollLine.objects.count(), Estimate.objects.count(), FiscalYear.objects.count())
 
     client.force_login(users["authority"])
     page = client.get(url("whatif", year=YEAR)).content.decode()
     assert "Simulación: no cambia ningún padrón" in page and 'value="100,000.00"' in page  # pre-filled
     assert 'name="surplus" value="4,000.00"' in page and 'name="deficit" inputmode' in page  # a zero deficit stays blank
-    response = client.get(url("whatif", year=YEAR), {"run": "1", "om_estimate": "110,000.00", "reserve": "1500.00",
-                                                       "surplus": "4000.00", "misc_income": "7500.00"})
+    response = simulate(client, YEAR, {"om_estimate": "110,000.00", "reserve": "1500.00", "surplus": "4000.00",
+                                       "misc_income": "7500.00"}, django_capture_on_commit_callbacks)
     assert response.status_code == 200
+    job = response.context["job"]
+    assert job.kind == "levy_whatif" and job.status == "done" and job.created_by == users["authority"]
     result = response.context["result"]
     # subtotal 100,000.00 + 2% = 102,000.00 over 500 acres
-    assert result.worksheet.total_levy == Decimal("102000.00") and result.worksheet.rate_gravity == Decimal("204.000000")
+    assert result["worksheet"].total_levy == Decimal("102000.00") and result["worksheet"].rate_gravity == Decimal("204.000000")
     page = response.content.decode()
     assert "$102,000.00" in page and "204.000000" in page and "Simulación: no cambia ningún padrón" in page
+    assert 'value="110,000.00"' in page  # the figures simulated stay in the form
     assert "Cambio por predio frente al padrón final de 2025-2026" in page and "No hay un padrón final" not in page
     assert "Los 5 predios con el mayor cambio en el neto" in page and "+$5,100.00" in page
     assert response.context["counts"] == {"up": 5, "down": 0, "same": 0, "new": 0, "gone": 0}
     changes = response.context["changes"]
     assert changes[0].parcel_id == "P2" and changes[0].delta == Decimal("5100.00")  # 250 acres × 20.40
     assert response.context["total_delta"] == Decimal("10200.00")
-    assert (Levy.objects.count(), RollLine.objects.count(), Estimate.objects.count(), FiscalYear.objects.count(),
-            Job.objects.count()) == counts
+    # the books are as they were: only the job's record was written
+    assert (Levy.objects.count(), RollLine.objects.count(), Estimate.objects.count(), FiscalYear.objects.count()) == counts
+    assert Job.objects.filter(kind="levy_whatif").count() == 1
+    again = client.get(f"{url('whatif', year=YEAR)}?run=1&om_estimate=1&reserve=0&misc_income=0&job={job.pk}")
+    assert again.status_code == 200 and Job.objects.filter(kind="levy_whatif").count() == 1  # shown, not run again
 
     # a year with no estimates yet is simulated without creating it; the reserve cap is checked
     client.force_login(users["hacienda"])
     response = client.get(url("whatif", year="2027-2028"), {"run": "1", "om_estimate": "1000.00", "reserve": "20.01",
                                                              "misc_income": "0"})
     assert "reserve" in response.context["form"].errors and response.context["result"] is None
-    response = client.get(url("whatif", year="2027-2028"), {"run": "1", "om_estimate": "1000.00", "reserve": "20.00",
-                                                             "misc_income": "0"})
-    assert response.context["result"].worksheet.total_levy == Decimal("1040.40")
+    assert Job.objects.filter(kind="levy_whatif").count() == 1  # an invalid form queues nothing
+    response = simulate(client, "2027-2028", {"om_estimate": "1000.00", "reserve": "20.00", "misc_income": "0"},
+                        django_capture_on_commit_callbacks)
+    assert response.context["result"]["worksheet"].total_levy == Decimal("1040.40")
     assert "No hay un padrón final de 2026-2027" in response.content.decode()
     assert not FiscalYear.objects.filter(label="2027-2028").exists()
     assert (Levy.objects.count(), RollLine.objects.count(), Estimate.objects.count()) == counts[:3]
+
+
+@pytest.mark.django_db
+def test_whatif_waits_for_its_job_and_is_only_its_askers(client, users, example_1, draft_1):
+    """Issue 20: while the job is queued the page shows its progress and refreshes itself; the
+    job is shown to whoever asked for it, a 404 to anyone else."""
+    client.force_login(users["hacienda"])
+    queued = client.get(url("whatif", year=YEAR), {"run": "1", "om_estimate": "100000.00", "reserve": "1500.00",
+                                                   "misc_income": "0"})
+    job = Job.objects.get(kind="levy_whatif")
+    assert queued.status_code == 302 and queued["Location"].endswith(f"job={job.pk}") and job.status == "queued"
+    stored = job.payload["amounts"]
+    assert job.payload["fiscal_year"] == YEAR and stored["certified_credits"] is None  # the figures as the form read them
+    assert {name: Decimal(stored[name]) for name in ("om_estimate", "reserve", "misc_income", "deficit", "surplus")} == {
+        "om_estimate": Decimal("100000"), "reserve": Decimal("1500"), "misc_income": 0, "deficit": 0, "surplus": 0}
+    page = client.get(queued["Location"]).content.decode()
+    assert "En cola: esperando al proceso de fondo" in page and 'http-equiv="refresh"' in page
+    assert "Resultado de la simulación" not in page
+    client.force_login(users["authority"])
+    assert client.get(queued["Location"]).status_code == 404
 
 
 @pytest.mark.django_db
@@ -632,3 +669,50 @@ def test_worksheet_shows_certified_credits_as_zero_when_nothing_is_levied(client
     credits_line = next(line for line in response.context["lines"] if line.key == "credits")
     assert credits_line.amount == Decimal("0.00")
     assert "La Autoridad certificó $1,500.00" in response.content.decode()
+
+
+@pytest.mark.django_db
+def test_exports_are_streamed_from_a_file_with_their_length(client, users, hyperlink_owner, draft_1):
+    """Issue 20: the CSV and the XLSX are written whole into a temporary file, then streamed from
+    it with their length (never held whole in memory, never cut silently)."""
+    from openpyxl import load_workbook
+
+    client.force_login(users["hacienda"])
+    for export in ("csv", "xlsx"):
+        response = client.get(url("roll", year=YEAR), {"format": export})
+        assert response.status_code == 200 and response.streaming
+        body = b"".join(response.streaming_content)
+        assert int(response["Content-Length"]) == len(body) > 0
+        assert f'filename="padron-2026-2027-borrador.{export}"' in response["Content-Disposition"]
+        if export == "csv":
+            assert [row["parcel_id"] for row in csv.DictReader(io.StringIO(body.decode()))] == ["P1", "P2", "P3", "P4", "P5", "P6"]
+        else:
+            rows = list(load_workbook(io.BytesIO(body)).worksheets[0].iter_rows(values_only=True))
+            assert [row[0] for row in rows[1:]] == ["P1", "P2", "P3", "P4", "P5", "P6"]
+
+
+@pytest.mark.django_db
+def test_a_roll_longer_than_an_xlsx_sheet_is_refused_and_the_page_offers_the_csv(client, users, hyperlink_owner, draft_1,
+                                                                                  monkeypatch):
+    """Issue 20: XLSX stops at 1,048,576 rows; with the limit patched to 6 rows, a roll of 6 lines
+    (7 rows with the header) no longer fits: the page says so before anything is asked, the
+    XLSX request comes back to the page with the message, and the CSV still has every line."""
+    from levy import exports
+
+    client.force_login(users["hacienda"])
+    page = client.get(url("roll", year=YEAR)).content.decode()
+    assert "?format=xlsx" in page and 'id="xlsx-too-long"' not in page
+    monkeypatch.setattr(exports, "XLSX_MAX_ROWS", 6)
+    monkeypatch.setattr("levy.views.XLSX_MAX_ROWS", 6)
+    page = client.get(url("roll", year=YEAR)).content.decode()
+    assert "?format=xlsx" not in page and 'id="xlsx-too-long"' in page
+    assert "a lo sumo 6 filas y este padrón tiene 6 líneas" in page and "?format=csv" in page
+    response = client.get(url("roll", year=YEAR), {"format": "xlsx"}, follow=True)
+    assert response.redirect_chain == [(url("roll", year=YEAR), 302)]
+    assert "descargue el CSV" in response.content.decode()
+    response = client.get(url("roll", year=YEAR), {"format": "csv"})
+    assert len(b"".join(response.streaming_content).decode().splitlines()) == 7
+    monkeypatch.setattr(exports, "XLSX_MAX_ROWS", 7)  # exactly full: the header and 6 lines
+    monkeypatch.setattr("levy.views.XLSX_MAX_ROWS", 7)
+    response = client.get(url("roll", year=YEAR), {"format": "xlsx"})
+    assert response.status_code == 200 and response.streaming
