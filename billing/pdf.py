@@ -216,9 +216,10 @@ _fitting_start: dict[str, int] = {}  # a document's shape -> the index in DENSIT
 
 def _shape(html: str) -> str:
     """What documents of one kind share (the first element of the body: a bill's envelope, a
-    receipt's header); only a guess of where to start the density search, never its result."""
+    receipt's header; and how many tables: a zero notice has two fewer than a bill); only a guess
+    of where to start the density search, never its result."""
     match = _BODY_START.search(html)
-    return f"{match[1]}.{match[2]}" if match else ""
+    return f"{match[1]}.{match[2]}.{html.count('<table')}" if match else ""
 
 
 def html_to_fitting_pdf(html: str, *, pages: int = 1, setup: RenderSetup | None = None) -> bytes:
