@@ -258,6 +258,18 @@ def account_state(*, parcel: Parcel, as_of: date, known_by: KnownBy = AS_OF_DAY)
     return account_states(parcels=[parcel], as_of=as_of, known_by=known_by)[parcel.pk]
 
 
+def account_with_payment(account: Account, payment: rules.StoredPayment) -> Account:
+    """¶12, ¶13: ``account`` (read with ``known_by=None``, its rows locked by the caller) as it
+    stands once ``payment`` is stored too: its records plus the payment, replayed by
+    ``rules.ledger_state`` as ``account_states`` replays them, without reading the rows again
+    (the counter posts a payment and prints the account after it in one transaction)."""
+    assert account.records is not None and account.ledger is not None and account.known_by is None
+    records = replace(account.records, payments=(*account.records.payments, payment))
+    ledger = records.state(as_of=account.ledger.as_of, schedule=LegalParameterSet.history().surcharge_schedule)
+    return Account(parcel=account.parcel, state=_account_state_of(ledger, records.payments), charges=account.charges,
+                   ledger=ledger, records=records, known_by=None)
+
+
 def _account_state_of(ledger: rules.LedgerState, payments: Iterable[rules.StoredPayment]) -> rules.AccountState:
     """The ledger state in the shape pages, receipts and bills read (``rules.AccountState``): the
     applications are the stored allocations of the payments that count on ``as_of``."""

@@ -180,13 +180,15 @@ def html_for(template: str, context: dict[str, Any], *, title: str, lang: str = 
     })
 
 
-def _layout(html: str, setup: RenderSetup | None = None) -> Any:
+def _layout(html: str, setup: RenderSetup | None = None, cache: dict | None = None) -> Any:
+    """``html`` laid out in pages. ``cache`` (a dict) lets the layouts of one document at several
+    densities decode its images (the QR code) once."""
     from weasyprint import HTML
 
     setup = setup or render_setup()
     css, font_config = _stylesheet(setup)
     return HTML(string=html, base_url=Path(setup.static_root).as_uri() + "/", url_fetcher=_fetcher(setup.static_root)).render(
-        stylesheets=[css], font_config=font_config, pdf_variant="pdf/ua-1")
+        stylesheets=[css], font_config=font_config, pdf_variant="pdf/ua-1", cache=cache)
 
 
 def html_to_pdf(html: str, *, pages: int | None = None, setup: RenderSetup | None = None) -> bytes:
@@ -208,17 +210,51 @@ def with_density(html: str, density: str) -> str:
     return _BODY_CLASS.sub(f'<body class="{density}">', html, count=1)
 
 
+_BODY_START = re.compile(r'<body class="[^"]*">\s*<(\w+)(?: class="([^"]*)")?')
+_fitting_start: dict[str, int] = {}  # a document's shape -> the index in DENSITIES its last one of that shape needed
+
+
+def _shape(html: str) -> str:
+    """What documents of one kind share (the first element of the body: a bill's envelope, a
+    receipt's header; and how many tables: a zero notice has two fewer than a bill); only a guess
+    of where to start the density search, never its result."""
+    match = _BODY_START.search(html)
+    return f"{match[1]}.{match[2]}.{html.count('<table')}" if match else ""
+
+
 def html_to_fitting_pdf(html: str, *, pages: int = 1, setup: RenderSetup | None = None) -> bytes:
     """Render ``html`` at the roomiest density that fits in ``pages`` pages. A document that
     does not fit even when dense comes out longer rather than not at all (a payment is never
     refused, nor a semester's bulk printing stopped, because one document is long). With
     ``setup`` given it needs neither the database nor the settings: the bulk printing job runs it
-    in worker processes."""
-    for density in DENSITIES:
-        document = _layout(with_density(html, density), setup)
-        if len(document.pages) <= pages:
-            break
-    return document.write_pdf(pdf_variant="pdf/ua-1")
+    in worker processes.
+
+    A denser setting is never longer, so the search starts at the density the last document of
+    the same shape needed (``_shape``): when it fits there, only the next roomier density is tried
+    (and the roomier ones after it while they fit); when it does not, the denser ones. The result
+    is the one trying every density from the roomiest would give, whatever came before, but a
+    bill (dense since it gained its breakdown, office and footnotes) is laid out twice instead of
+    three times, a roomy receipt once. Layouts that do not fit are thrown away: only the chosen
+    one is written."""
+    shape = _shape(html)
+    cache: dict = {}  # the QR code decoded once for all the layouts of this document
+    index = _fitting_start.get(shape, 0)
+    layouts: dict[int, Any] = {}
+
+    def fits(at: int) -> bool:
+        if at not in layouts:
+            layouts[at] = _layout(with_density(html, DENSITIES[at]), setup, cache)
+        return len(layouts[at].pages) <= pages
+
+    if fits(index):
+        while index > 0 and fits(index - 1):
+            index -= 1
+    else:
+        while index < len(DENSITIES) - 1 and not fits(index + 1):
+            index += 1
+        index = min(index + 1, len(DENSITIES) - 1)
+    _fitting_start[shape] = index
+    return layouts[index].write_pdf(pdf_variant="pdf/ua-1")
 
 
 def merge_pdfs(datas: list[bytes], path: str, title: str = "", lang: str = "es-PR") -> int:

@@ -18,7 +18,15 @@ from parcels.models import Parcel
 from parcels.roles import COLLECTOR, SUPERVISOR, has_role
 
 from .. import chain, documents, rules
-from ..accounts import Account, account_state, delinquency_parameters, fiscal_year_of, line_as_corrected, payment_key
+from ..accounts import (
+    Account,
+    account_state,
+    account_with_payment,
+    delinquency_parameters,
+    fiscal_year_of,
+    line_as_corrected,
+    payment_key,
+)
 from ..errors import BillingError
 from ..models import (
     Charge,
@@ -186,7 +194,14 @@ def payment_post(
          for a in allocations]
         + ([PaymentAllocation(payment=payment, charge=None, surcharge=ZERO, principal=to_credit)] if to_credit > 0 else [])
     )
-    after = account_state(parcel=parcel, as_of=paid_on, known_by=None)
+    # The account after the payment: the records read for ``before`` plus this payment, replayed
+    # in memory (the parcel row is locked: nothing else changed them); a second read of every
+    # record was a tenth of a counter payment's time.
+    after = account_with_payment(before, rules.StoredPayment(
+        key=payment_key(payment.pk), paid_on=paid_on, recorded=payment.created_at,
+        allocations=tuple(allocations),
+        to_credit=to_credit,
+    ))
     mine = [
         rules.Application(payment_key=payment_key(payment.pk), charge_key=a.charge_key, surcharge=a.surcharge,
                           principal=a.principal)

@@ -1,0 +1,130 @@
+"""Issue 20 (bulk printing and the counter at page speed): what was cut from a bill's render and
+a counter payment must not change what they print.
+
+- The counter replays the account after a payment in memory (``accounts.account_with_payment``)
+  instead of reading every record again: it must equal the account read back from the database
+  (¶12, ¶13), for partial payments, surcharge, overpayment to credit and two payments a day.
+- ``pdf.html_to_fitting_pdf`` starts its density search where the last document of the same
+  shape ended: the density it picks must be the roomiest that fits (¶9, ¶12: one page), whatever
+  came before."""
+
+from __future__ import annotations
+
+import io
+from datetime import date
+from decimal import Decimal
+
+import pytest
+from pypdf import PdfReader
+
+from billing import accounts, documents, pdf
+from billing.models import Bill, Charge
+from billing.services import bills, counter
+from tests.billing.test_pages import TODAY, district_1, frozen_today, pay  # noqa: F401  (fixtures)
+from tests.clock import on_day
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.mark.parametrize("amounts", [
+    ["100.00"],                      # partial: the surcharge of the late July half first (¶12)
+    ["100.00", "2500.00"],           # two payments on one day, the second after the first
+    ["99999.00"],                    # more than everything owed: the rest to credit
+])
+def test_the_account_after_a_payment_is_the_one_read_back(district_1, users, monkeypatch, amounts):  # noqa: F811
+    seen = []
+    real = accounts.account_with_payment
+
+    def checked(account, payment):
+        after = real(account, payment)
+        seen.append((after, payment))
+        return after
+
+    monkeypatch.setattr(counter, "account_with_payment", checked)
+    parcel = district_1["P4"]
+    for amount in amounts:
+        receipt = pay(users, parcel, amount)
+        after, payment = seen[-1]
+        read = accounts.account_state(parcel=parcel, as_of=TODAY, known_by=None)
+        assert payment.key == accounts.payment_key(receipt.payment_id)
+        assert after.state == read.state
+        assert after.ledger == read.ledger
+        assert after.state.total_due == Decimal(receipt.snapshot["total_due_after"])
+    assert len(seen) == len(amounts)
+    if amounts == ["99999.00"]:
+        assert seen[-1][0].state.credit_balance > 0 and seen[-1][0].state.total_due == 0
+
+
+def _pages_at(html: str) -> dict[str, int]:
+    return {density: len(pdf._layout(pdf.with_density(html, density)).pages) for density in pdf.DENSITIES}
+
+
+class Written:
+    """Which density the PDF ``html_to_fitting_pdf`` wrote was laid out at (the layouts it threw
+    away are not written)."""
+
+    def __init__(self, monkeypatch) -> None:
+        from weasyprint.document import Document
+
+        self.layouts: dict[int, str] = {}
+        self.density = None
+        real_layout, real_write = pdf._layout, Document.write_pdf
+
+        def layout(html, *args, **kwargs):
+            document = real_layout(html, *args, **kwargs)
+            self.layouts[id(document)] = pdf._BODY_CLASS.search(html)[0].split('"')[1]
+            return document
+
+        def write(document, *args, **kwargs):
+            self.density = self.layouts[id(document)]
+            return real_write(document, *args, **kwargs)
+
+        monkeypatch.setattr(pdf, "_layout", layout)
+        monkeypatch.setattr(Document, "write_pdf", write)
+
+    def __call__(self, html: str) -> str:
+        self.layouts.clear()
+        self.data = pdf.html_to_fitting_pdf(html)
+        return self.density
+
+
+def test_the_fitting_search_picks_the_roomiest_density_whatever_came_before(district_1, users, monkeypatch):  # noqa: F811
+    """¶12: a bill is one page, at the roomiest density that fits. The search's start (the last
+    document of its shape) changes how many layouts it takes, never the density it picks: a
+    bill after a roomy one, a roomy one after a bill, and each from a cold start."""
+    charge = Charge.objects.filter(parcel=district_1["P4"], number=1).get()
+    with on_day(date(2026, 7, 2)):
+        bill = bills.bill_issue(acting_user=users["hacienda"], charge=charge)
+    bill = Bill.objects.get(pk=bill.pk)
+    html = documents.bill_html(number=bill.number, snapshot=bill.snapshot, issued_on=bill.issued_on, code="x")
+    pages = _pages_at(html)
+    roomiest = next(density for density in pdf.DENSITIES if pages[density] == 1)
+    short = html.split("<h2>", 1)[0] + "<table></table>" * html.split("<h2>", 1)[1].count("<table") + "</body></html>"
+    assert pdf._shape(short) == pdf._shape(html)  # the same shape (the envelope first, as many tables), one roomy page
+    assert _pages_at(short)[""] == 1
+    written = Written(monkeypatch)
+
+    for start in (None, 0, 1, 2):
+        pdf._fitting_start.clear()
+        if start is not None:
+            pdf._fitting_start[pdf._shape(html)] = start
+        assert written(html) == roomiest
+        assert written(short) == ""  # after the bill: back to roomy
+        assert written(html) == roomiest  # after the roomy one
+        assert written(html) == roomiest  # after a bill: the density it needed, and the roomier one if it is not the roomiest
+        assert len(written.layouts) == (1 if roomiest == "" else 2)
+
+
+def test_a_bill_that_fits_nowhere_comes_out_dense_and_longer(district_1, users, monkeypatch):  # noqa: F811
+    charge = Charge.objects.filter(parcel=district_1["P4"], number=1).get()
+    with on_day(date(2026, 7, 2)):
+        bill = bills.bill_issue(acting_user=users["hacienda"], charge=charge)
+    html = documents.bill_html(number=bill.number, snapshot=bill.snapshot, issued_on=bill.issued_on, code="x")
+    long = html.replace("</body>", "<p>" + "Línea de relleno. " * 900 + "</p></body>")
+    written = Written(monkeypatch)
+    for start in (None, 0, 2):
+        pdf._fitting_start.clear()
+        if start is not None:
+            pdf._fitting_start[pdf._shape(long)] = start
+        assert written(long) == "dense"
+        assert len(PdfReader(io.BytesIO(written.data)).pages) >= 2
