@@ -15,7 +15,7 @@ from decimal import Decimal
 from typing import Any
 
 from django.core.cache import cache
-from django.db import connection
+from django.db import connection, connections
 from django.db.models import F, Sum
 from django.utils import timezone
 from django.utils.translation import gettext as _
@@ -821,8 +821,9 @@ _BOOKS_VERSION_SQL = """
 """
 
 
-def _books_version() -> tuple:
-    with connection.cursor() as cursor:
+def books_version(*, using: str = "default") -> tuple:
+    """The books' version: a new value after any change a computed list depends on."""
+    with connections[using].cursor() as cursor:
         cursor.execute(_BOOKS_VERSION_SQL)
         return tuple(cursor.fetchone())
 
@@ -832,7 +833,7 @@ def delinquent_charges(*, as_of: date, fiscal_year: str = "", number: int | None
     """Charges past their last day to pay with a balance as of ``as_of`` (¶12), oldest first
     (a fresh list, or the same list computed from exactly the same data moments ago)."""
     marker = (_DELINQUENT_KEY_VERSION, connection.settings_dict["NAME"], as_of, fiscal_year, number, min_balance,
-              min_days_late, _books_version())
+              min_days_late, books_version())
     key = "billing:delinquent:" + hashlib.sha256(repr(marker).encode()).hexdigest()
     kept = cache.get(key)
     if kept is not None:

@@ -24,11 +24,13 @@ do. ``tests/billing/test_delinquent_sql.py`` holds this equal to the rules on ra
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from decimal import Decimal
 
+from django.core.cache import cache
 from django.db import connections, router, transaction
 from django.db.models import QuerySet
 
@@ -161,14 +163,6 @@ WITH base (due_date, stored, last_day) AS (
 
 # Every line (the command's CSV, ``accounts.delinquent_charges``).
 ALL_SQL = "SELECT {columns} FROM kept ORDER BY {order}"
-# One page with the totals of every line (the page): a page past the end still gives the totals.
-PAGE_SQL = """
-SELECT totals.*, page.* FROM (
-    SELECT COUNT(*) AS count, COUNT(DISTINCT parcel_id) AS parcels, COALESCE(SUM(principal), 0.00) AS t_principal,
-           COALESCE(SUM(surcharge), 0.00) AS t_surcharge, COALESCE(SUM(principal_paid + surcharge_paid), 0.00) AS t_paid,
-           COALESCE(SUM(balance), 0.00) AS t_balance FROM kept
-) totals LEFT JOIN LATERAL (SELECT {columns} FROM kept ORDER BY {order} LIMIT %(limit)s OFFSET %(offset)s) page ON true
-"""
 BASIS_COLUMNS = ("array_agg(b.start ORDER BY b.k) AS starts, array_agg(b.unpaid ORDER BY b.k) AS unpaids, "
                  "array_agg(r.rate ORDER BY b.k) AS rates")
 NO_BASIS_COLUMNS = "NULL::date[] AS starts, NULL::numeric[] AS unpaids, NULL::numeric[] AS rates"
@@ -289,16 +283,51 @@ def lines(filters: Filters, *, order: str = "", basis: bool = True) -> list[Line
     return [_line(row) for row in _fetch(alias, sql, params)]
 
 
+# The page keeps each list it computed (every line of its filters, in its order) in the shared
+# cache under the books' version (``accounts.books_version``: a payment, void, charge, correction,
+# closure, legal row or registry change gives a new key), so paging and coming back cost one small
+# query and the cache read; only the first view after a change of the books runs the list's query.
+_KEPT_SECONDS = 60 * 60
+_KEPT_VERSION = 1  # of the kept lines' shape: bump it when ``Line`` or ``rules.ChargeState`` changes
+
+
+def _kept_key(alias: str, filters: Filters, order: str) -> str:
+    from .accounts import books_version
+
+    parcels = str(filters.parcels.values("pk").query) if filters.parcels is not None else None
+    marker = (_KEPT_VERSION, connections[alias].settings_dict["NAME"], filters.as_of, filters.fiscal_year, filters.number,
+              filters.min_balance, filters.min_days_late, parcels, ORDERS.get(order, ORDERS[""]), books_version(using=alias))
+    return "billing:delinquent-page:" + hashlib.sha256(repr(marker).encode()).hexdigest()
+
+
+def kept_lines(filters: Filters, *, order: str = "") -> list[Line]:
+    """``lines(filters, order=order)``, or the same list computed from exactly the same books
+    moments ago (the shared cache); a list computed inside an open transaction is never kept."""
+    alias = router.db_for_read(Charge)
+    if connections[alias].in_atomic_block:  # what an open transaction sees may still roll back
+        return lines(filters, order=order)
+    key = _kept_key(alias, filters, order)
+    found = cache.get(key)
+    if found is None:
+        found = lines(filters, order=order)
+        cache.set(key, found, timeout=_KEPT_SECONDS)
+    return found
+
+
+def totals_of(found: list[Line]) -> Totals:
+    """The list's totals: lines, distinct parcels and the sums of its figures."""
+    return Totals(count=len(found), parcels=len({line.parcel_pk for line in found}),
+                  principal=sum((line.state.principal for line in found), ZERO),
+                  surcharge=sum((line.state.surcharge for line in found), ZERO),
+                  paid=sum((line.state.principal_paid + line.state.surcharge_paid for line in found), ZERO),
+                  balance=sum((line.state.balance for line in found), ZERO))
+
+
 def page(filters: Filters, *, order: str = "", number: int = 1, size: int = 50) -> tuple[list[Line], Totals, int]:
     """One page of the list and the totals of all of it: ``(lines, totals, page number)``; a page
-    past the end is the last one (as ``Paginator.get_page``), in a second query only then."""
-    number = max(1, number)
-    while True:
-        alias, sql, params = _query(filters, PAGE_SQL, order, {"limit": size, "offset": (number - 1) * size})
-        rows = _fetch(alias, sql, params)
-        count, parcels, principal, surcharge, paid, balance = rows[0][:6]
-        totals = Totals(count=count, parcels=parcels, principal=principal, surcharge=surcharge, paid=paid, balance=balance)
-        last = max(1, -(-count // size))
-        if number <= last:
-            return [_line(row[6:]) for row in rows if row[6] is not None], totals, number
-        number = last
+    past the end is the last one (as ``Paginator.get_page``). The list is the kept one
+    (``kept_lines``): its query runs once per version of the books, not once per page."""
+    found = kept_lines(filters, order=order)
+    last = max(1, -(-len(found) // size))
+    number = min(max(1, number), last)
+    return found[(number - 1) * size:number * size], totals_of(found), number

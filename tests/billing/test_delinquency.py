@@ -253,6 +253,32 @@ def test_the_delinquent_list_is_kept_only_while_nothing_it_depends_on_changes(
     assert closed == [] and p2.state.last_day == date(2026, 8, 31)
 
 
+def test_the_delinquent_page_pages_the_kept_list_until_a_payment(seed_rows, district_1, staff, django_assert_max_num_queries):
+    """Issue 20: the page's list is computed once per version of the books; the next pages come from
+    the kept list in two queries (the books' version, the cache's row), and a payment gives a new
+    version, so the page shows the list without the paid parcel and totals that add up."""
+    from billing import delinquency
+
+    filters = delinquency.Filters(as_of=date(2026, 9, 2))
+    first, totals, number = delinquency.page(filters, number=1, size=2)
+    assert (number, totals.count, totals.parcels) == (1, 5, 5)
+    with django_assert_max_num_queries(2):
+        second, again, _ = delinquency.page(filters, number=2, size=2)
+    with django_assert_max_num_queries(2):
+        last, _, last_number = delinquency.page(filters, number=99, size=2)
+    assert again == totals and last_number == 3
+    shown = first + second + last
+    assert sorted(line.parcel_code for line in shown) == ["P1", "P2", "P3", "P4", "P5"]
+    assert sum((line.state.balance for line in shown), Decimal("0")) == totals.balance > 0
+
+    p1 = Parcel.objects.get(parcel_id="P1")
+    with on_day(date(2026, 9, 2)):
+        counter.payment_record(acting_user=staff["collector"], parcel=p1, amount=Decimal("9300.00"), paid_on=date(2026, 9, 2))
+    after, paid_totals, _ = delinquency.page(filters, number=1, size=10)
+    assert sorted(line.parcel_code for line in after) == ["P2", "P3", "P4", "P5"]
+    assert paid_totals.count == 4 and paid_totals.balance < totals.balance
+
+
 def test_the_kept_delinquent_list_is_shared_with_another_process(seed_rows, district_1, staff):
     """Kept in the shared cache, not in a process: a second process (another worker or app server
     on the same database) is served the list this one computed, in the same four queries."""
