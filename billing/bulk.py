@@ -141,13 +141,14 @@ def batch_plan(batch: BillBatch) -> list[PartPlan]:
     """The parts of a numbered batch, the same on every run (from the bills' frozen snapshots):
     the paper bills in mailing order in parts of ``PART_PAGES``, then the other bills in number
     order, in parts of the same size that are rendered but not merged."""
+    size = batch.part_pages or PART_PAGES
     rows = list(batch_bills(batch).select_related("parcel").order_by("number").iterator(chunk_size=500))
     paper = print_order(bills_of_batch=rows)
     on_paper = set(paper)
     rest = [bill.pk for bill in rows if bill.pk not in on_paper]
-    plan = [PartPlan(index, ids, True) for index, ids in enumerate(_chunks(paper, PART_PAGES))]
+    plan = [PartPlan(index, ids, True) for index, ids in enumerate(_chunks(paper, size))]
     first = len(plan)
-    plan += [PartPlan(first + n, ids, False) for n, ids in enumerate(_chunks(rest, PART_PAGES))]
+    plan += [PartPlan(first + n, ids, False) for n, ids in enumerate(_chunks(rest, size))]
     return plan
 
 

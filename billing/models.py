@@ -784,6 +784,7 @@ class BillBatch(models.Model):
     ZERO_NOTICES = 0  # ``number`` of the batch of ¶9 zero notices
     fiscal_year = models.ForeignKey("levy.FiscalYear", on_delete=models.PROTECT, related_name="+")
     number = models.PositiveSmallIntegerField()  # installment 1 (July) or 2 (January); 0: ¶9 zero notices
+    part_pages = models.PositiveIntegerField(null=True, blank=True)  # bills a part holds; empty: ``bulk.PART_PAGES``
     parts_planned = models.PositiveIntegerField(null=True, blank=True)  # merged (paper) parts, once numbered
     finished_at = models.DateTimeField(null=True, blank=True)  # every bill rendered, every part merged
     filters = models.JSONField(default=dict, blank=True)

@@ -420,7 +420,7 @@ def _bill_batch_defer(acting_user: Any, batch: BillBatch, processes: int | None,
 
 @transaction.atomic
 def bill_batch_start(acting_user: Any, fiscal_year: str | FiscalYear, number: int, filters: dict[str, Any] | None = None,
-                     processes: int | None = None, queue: str | None = None) -> BillBatch:
+                     processes: int | None = None, queue: str | None = None, part_pages: int | None = None) -> BillBatch:
     """Hacienda prints a semester's bills (installment ``number`` of ``fiscal_year``, or the
     ``filters``: ``parcel_ids``, ``parcel_prefix``, ``owner_key``) as merged PDFs of at most 250
     pages, made by a background job (task ``bill_batch``, rendering in ``processes`` processes,
@@ -435,7 +435,8 @@ def bill_batch_start(acting_user: Any, fiscal_year: str | FiscalYear, number: in
         raise BillingError(_("El plazo es 1 (julio) o 2 (enero)."))
     if not Levy.objects.filter(fiscal_year=year, status=Levy.Status.FINAL).exists():
         raise BillingError(_("El padrón de %(y)s no está finalizado: no hay avisos que imprimir.") % {"y": label})
-    batch = BillBatch(fiscal_year=year, number=number, filters=_clean_filters(filters), created_by=acting_user)
+    batch = BillBatch(fiscal_year=year, number=number, filters=_clean_filters(filters), created_by=acting_user,
+                      part_pages=part_pages)  # bills per part (issue 20: a task each); empty: 250
     first = bill_batch_charges(batch).select_related("fiscal_year").order_by("due_date").first()
     if first is None:
         raise BillingError(_("Ningún plazo corresponde a esa selección."))
