@@ -1,18 +1,23 @@
-"""Bulk printing of bills for Hacienda: the ``bill_batch`` job.
+"""Bulk printing of bills for Hacienda: the ``bill_batch`` job and its parts (issue 20).
 
-A batch's installments, in cadastre order, not billed yet are issued in small transactions
-(``bills.bill_batch_issue``: numbered, rendered, stored). Then the paper bills, in the mailing
-list's order (ZIP, then address; ``billing.mailing``, issue 19), are cut into parts of
-``PART_PAGES`` bills (one page each) and each part's stored PDFs merged into one file in
-``BillBatchPart.pdf`` (default storage); the owners who chose e-mail are e-mailed a link to their
-stored bill instead (``services.mailing.batch_emails_send``, each send logged). A restarted job
-skips the charges already billed and the parts already written (``UniqueConstraint`` (batch,
-charge) and (batch, index) back this up): nothing is billed twice.
+1. The job (``bill_batch_job``) numbers every installment of the batch not billed yet in ONE
+   short transaction (``bills.bill_batch_number``: the snapshots are computed before the bill
+   series is locked, the lock is held only to number, insert and chain). A ¶9 zero-notice batch
+   (``BillBatch.number`` 0) was numbered at finalization already.
+2. It plans the parts (``batch_plan``: the paper bills in the mailing list's order, ZIP then
+   address, cut into parts of ``PART_PAGES``; then the e-mailed bills, rendered but not merged),
+   records how many parts are merged (``BillBatch.parts_planned``) and defers one procrastinate
+   task per part (``billing.tasks.bill_batch_part``): any number of workers, on any machine.
+3. A part (``part_run``) renders the PDFs its bills lack from their frozen snapshots
+   (``bills.bill_documents_render``) and merges its paper bills into one file
+   (``BillBatchPart``). The last part to finish (``batch_finish_if_done``, under the batch's
+   row lock) e-mails the bills of owners who chose e-mail and sets ``finished_at``.
 
-WeasyPrint is CPU-bound, so with several cores the bills are rendered (HTML → PDF) and the
-parts merged in worker processes; this process reads the accounts, numbers the bills and
-writes to the database. Memory stays bounded: at most a chunk of bills and a part's stored
-bytes (a few MB) are held at a time, and a part is written through a temporary file.
+Resumable: a part re-run after a crash renders the same bills with the same numbers (the
+bytes come from the frozen snapshot) and skips what is stored; numbers are never assigned
+twice (``UniqueConstraint`` (batch, charge), ``one_bill_per_installment``, one document per
+bill, one part per index). ``bill_batch_run`` does all of it in this process (the CLI, tests,
+the bench), rendering in ``processes`` local processes when asked.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ import logging
 import os
 import secrets
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Executor, Future, ProcessPoolExecutor
 from dataclasses import dataclass
 from datetime import date
@@ -32,6 +37,7 @@ from typing import Any
 from django.conf import settings
 from django.core.files import File
 from django.db import IntegrityError, transaction
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
@@ -94,30 +100,58 @@ def _chunks(items: Sequence[int], size: int) -> Iterator[list[int]]:
         yield list(items[start:start + size])
 
 
-def part_pdfs(*, batch: BillBatch, charge_ids: Sequence[int]) -> list[bytes]:
+def part_pdfs(*, batch: BillBatch, bill_ids: Sequence[int]) -> list[bytes]:
     """The stored PDFs of a part's bills, in the part's (mailing list) order: the batch's own and
     those issued before it on demand (one bill per installment), as stored."""
-    rows = IssuedDocument.objects.filter(bill__charge_id__in=charge_ids).values_list("bill__charge_id", "pdf", "sha256", "number")
-    found = {charge_id: stored_pdf(name, sha256=sha256, label=number)  # from the document store, hash checked (issue 20)
-             for charge_id, name, sha256, number in rows.iterator(chunk_size=50)}
-    if len(found) != len(charge_ids) or set(found) != set(charge_ids):
-        raise RuntimeError(f"batch {batch.pk}: {len(found)} bills stored for a part of {len(charge_ids)} charges")
-    return [found[charge_id] for charge_id in charge_ids]
+    rows = IssuedDocument.objects.filter(bill_id__in=list(bill_ids)).values_list("bill_id", "pdf", "sha256", "number")
+    found = {bill_id: stored_pdf(name, sha256=sha256, label=number)  # from the document store, hash checked (issue 20)
+             for bill_id, name, sha256, number in rows.iterator(chunk_size=50)}
+    if set(found) != set(bill_ids):
+        raise RuntimeError(f"batch {batch.pk}: {len(found)} bills stored for a part of {len(bill_ids)} bills")
+    return [found[bill_id] for bill_id in bill_ids]
 
 
-def print_order(*, charge_ids: Sequence[int]) -> list[int]:
-    """Issue 19: the charges whose bills go on paper, in the mailing list's order (ZIP, then
+def batch_bills(batch: BillBatch) -> QuerySet[Bill]:
+    """The bills a batch prints: those it numbered (its ¶9 zero notices, for a batch of number 0)
+    and those of its installments issued before it on demand."""
+    return Bill.objects.filter(Q(batch=batch) | Q(charge__in=bills.bill_batch_charges(batch)))
+
+
+def print_order(*, bills_of_batch: Iterable[Bill]) -> list[int]:
+    """Issue 19: the ids of the bills that go on paper, in the mailing list's order (ZIP, then
     address: ``mailing.mailing_rows``), read from what each bill froze, so a restarted batch
     merges the same parts. Bills frozen with e-mail delivery are not printed."""
-    bills = Bill.objects.filter(charge_id__in=charge_ids).select_related("parcel")
-    return [row.charge_id for row in mailing.mailing_rows(bills.iterator(chunk_size=500))]
+    by_number = {}
+    for bill in bills_of_batch:
+        by_number[bill.number] = bill
+    return [by_number[row.bill_number].pk for row in mailing.mailing_rows(by_number.values())]
 
 
 def batch_rows(batch: BillBatch) -> list[mailing.MailingRow]:
-    """Issue 19: the mailing list of a batch: its installments' paper bills, in the order its
-    parts print them (``print_order``)."""
-    bills_of_batch = Bill.objects.filter(charge__in=bills.bill_batch_charges(batch)).select_related("parcel")
-    return mailing.mailing_rows(bills_of_batch.iterator(chunk_size=500))
+    """Issue 19: the mailing list of a batch: its paper bills, in the order its parts print them."""
+    return mailing.mailing_rows(batch_bills(batch).select_related("parcel").iterator(chunk_size=500))
+
+
+@dataclass(frozen=True)
+class PartPlan:
+    index: int
+    bill_ids: list[int]
+    paper: bool  # merged into a ``BillBatchPart`` (e-mailed bills are only rendered)
+
+
+def batch_plan(batch: BillBatch) -> list[PartPlan]:
+    """The parts of a numbered batch, the same on every run (from the bills' frozen snapshots):
+    the paper bills in mailing order in parts of ``PART_PAGES``, then the other bills in number
+    order, in parts of the same size that are rendered but not merged."""
+    size = batch.part_pages or PART_PAGES
+    rows = list(batch_bills(batch).select_related("parcel").order_by("number").iterator(chunk_size=500))
+    paper = print_order(bills_of_batch=rows)
+    on_paper = set(paper)
+    rest = [bill.pk for bill in rows if bill.pk not in on_paper]
+    plan = [PartPlan(index, ids, True) for index, ids in enumerate(_chunks(paper, size))]
+    first = len(plan)
+    plan += [PartPlan(first + n, ids, False) for n, ids in enumerate(_chunks(rest, size))]
+    return plan
 
 
 @dataclass(frozen=True)
@@ -129,12 +163,12 @@ class Merging:
     future: Future
 
 
-def part_write(*, batch: BillBatch, index: int, charge_ids: Sequence[int], renderer: Renderer) -> Merging:
+def part_write(*, batch: BillBatch, index: int, bill_ids: Sequence[int], renderer: Renderer) -> Merging:
     """Start merging a part into a temporary file; ``part_store`` files it when it is done."""
-    datas = part_pdfs(batch=batch, charge_ids=charge_ids)
+    datas = part_pdfs(batch=batch, bill_ids=bill_ids)
     handle = tempfile.NamedTemporaryFile(prefix=f"lote{batch.pk}-parte{index + 1:03d}-", suffix=".pdf", delete=False)
     handle.close()
-    title = _("Avisos de contribución %(fy)s, plazo %(n)s, lote %(batch)s, parte %(part)s") % {
+    title = _("Avisos de contribución %(fy)s, plazo %(n)s, lote %(batch)s, parte %(part)s") % {  # plazo 0: ¶9
         "fy": batch.fiscal_year.label, "n": batch.number, "batch": batch.pk, "part": index + 1}
     return Merging(index=index, path=handle.name, future=renderer.merge(datas, handle.name, title))
 
@@ -163,64 +197,109 @@ def part_store(*, batch: BillBatch, merging: Merging) -> BillBatchPart:
     return part
 
 
-def bill_batch_run(*, batch: BillBatch, progress: JobProgress | None = None, processes: int | None = None,
-                   issued_on: date | None = None) -> dict[str, Any]:
-    """Make (or finish) a batch: issue its bills, write its parts, e-mail the bills of owners who
-    chose e-mail (issue 19). Safe to run again, even alongside another run of the same batch
-    (the second only skips what the first did).
-
-    Every bill is issued first (in cadastre order, ``CHUNK`` a transaction); then the paper bills
-    are merged in the mailing list's order (``print_order``: ZIP, then address), which is read
-    from the bills' frozen snapshots and so is the same on a restart; the bills frozen with
-    e-mail delivery are stored but not printed, and each of their owners is e-mailed a link."""
-    charge_ids = list(bills.bill_batch_charges(batch).values_list("pk", flat=True))
-    total = len(charge_ids)
-    issued_on = issued_on or timezone.localdate(batch.created_at)
-    billed = set(Bill.objects.filter(charge_id__in=charge_ids).values_list("charge_id", flat=True))
-    renderer = Renderer(processes)
-    merging: list[Merging] = []
+def batch_number(*, batch: BillBatch, issued_on: date | None = None) -> tuple[int, list[PartPlan]]:
+    """Step 1 and 2: number what the batch has not numbered (one transaction), plan its parts and
+    record how many are merged. Returns the bills numbered now and the plan."""
     issued = 0
+    if batch.number != BillBatch.ZERO_NOTICES:
+        issued = bills.bill_batch_number(batch=batch, issued_on=issued_on or timezone.localdate(batch.created_at))
+    plan = batch_plan(batch)
+    paper_parts = sum(1 for part in plan if part.paper)
+    if batch.parts_planned != paper_parts:
+        BillBatch.objects.filter(pk=batch.pk).update(parts_planned=paper_parts)
+        batch.parts_planned = paper_parts
+    return issued, plan
 
-    def store_merged(wait: bool) -> None:
-        for item in list(merging):
-            if wait or item.future.done():
-                merging.remove(item)
-                part_store(batch=batch, merging=item)
 
+def part_run(*, batch: BillBatch, part: PartPlan, renderer: Renderer | None = None, lang: str | None = None) -> int:
+    """Step 3, one part: render the PDFs its bills lack (a chunk of ``CHUNK`` a transaction, so a
+    crash keeps what was stored), then merge its paper bills if that part is not stored yet.
+    Returns the PDFs rendered. Safe to run again, or twice at once."""
+    own = renderer or Renderer(1)
+    rendered = 0
     try:
-        todo = [pk for pk in charge_ids if pk not in billed]
-        done = total - len(todo)
-        for chunk in _chunks(todo, CHUNK):
-            issued += bills.bill_batch_issue(batch=batch, charge_ids=chunk, issued_on=issued_on, render_many=renderer)
-            done += len(chunk)
+        for chunk in _chunks(part.bill_ids, CHUNK):
+            rendered += bills.bill_documents_render(bill_ids=chunk, render_many=own, lang=lang)
+        if part.paper and not batch.parts.filter(index=part.index).exists():
+            part_store(batch=batch, merging=part_write(batch=batch, index=part.index, bill_ids=part.bill_ids, renderer=own))
+    finally:
+        if renderer is None:
+            own.close()
+    return rendered
+
+
+def batch_finish_if_done(*, batch: BillBatch, again: bool = False) -> dict[str, Any] | None:
+    """The last part to finish ends the batch: when every bill of the batch has its PDF and every
+    paper part is stored, e-mail the bills of owners who chose e-mail (issue 19, each send
+    logged) and set ``finished_at``. Under the batch's row lock, so it happens once; ``None``
+    while parts are still at work (or when it was done already, unless ``again``: a run of
+    the whole batch sends the e-mails that failed before)."""
+    with transaction.atomic():
+        locked = BillBatch.objects.select_for_update().get(pk=batch.pk)
+        if (locked.finished_at is not None and not again) or locked.parts_planned is None:
+            return None
+        if locked.parts.count() < locked.parts_planned:
+            return None
+        if Bill.objects.filter(batch=locked, printed_later=True, document__isnull=True).exists():
+            return None
+        charge_ids = list(bills.bill_batch_charges(locked).values_list("pk", flat=True))
+        emails = mailing_services.batch_emails_send(batch=locked, charge_ids=charge_ids)
+        if locked.finished_at is None:
+            locked.finished_at = timezone.now()
+            locked.save(update_fields=["finished_at"])
+    return emails
+
+
+def batch_summary(batch: BillBatch) -> dict[str, Any]:
+    """What a batch made: its bills, its merged parts and their files, the paper bills in them,
+    the PDFs rendered so far and the bills e-mailed (the batch page and the CLI show it)."""
+    parts = list(batch.parts.order_by("index"))
+    of_batch = batch_bills(batch)
+    return {"batch": batch.pk, "bills": of_batch.count(), "rendered": of_batch.filter(document__isnull=False).count(),
+            "parts": len(parts), "files": [part.pdf.name for part in parts], "paper": sum(part.pages for part in parts),
+            "emailed": of_batch.filter(emails__status="sent").count(), "finished": batch.finished_at is not None}
+
+
+def bill_batch_run(*, batch: BillBatch, progress: JobProgress | None = None, processes: int | None = None,
+                   issued_on: date | None = None, lang: str | None = None) -> dict[str, Any]:
+    """Make (or finish) a batch in this process: number it, run every part (rendering in
+    ``processes`` local processes), finish it. Safe to run again, even alongside the parts' tasks
+    (it only skips what they did)."""
+    issued, plan = batch_number(batch=batch, issued_on=issued_on)
+    total = sum(len(part.bill_ids) for part in plan)
+    renderer = Renderer(processes)
+    done = 0
+    try:
+        for part in plan:
+            part_run(batch=batch, part=part, renderer=renderer, lang=lang)
+            done += len(part.bill_ids)
             if progress is not None:
                 progress.set(done, total)
-        written = set(batch.parts.values_list("index", flat=True))
-        paper = print_order(charge_ids=charge_ids)
-        for index, part_ids in enumerate(_chunks(paper, PART_PAGES)):
-            if index not in written:
-                merging.append(part_write(batch=batch, index=index, charge_ids=part_ids, renderer=renderer))
-                store_merged(wait=False)
-        store_merged(wait=True)
-    except BaseException:
-        try:  # keep the parts already merged, so a restart need not merge them again
-            store_merged(wait=True)
-        except Exception:
-            logger.exception("batch %s: a merged part could not be stored", batch.pk)
-        raise
     finally:
         renderer.close()
-    emails = mailing_services.batch_emails_send(batch=batch, charge_ids=charge_ids)  # after the batch has rendered
-    if progress is not None:
-        progress.set(total, total)
-    parts = list(batch.parts.order_by("index"))
-    return {"batch": batch.pk, "bills": total, "issued": issued, "parts": len(parts), "files": [part.pdf.name for part in parts],
-            "paper": len(paper), "emailed": emails["sent"], "email_failed": emails["failed"]}
+    emails = batch_finish_if_done(batch=batch, again=True) or {"sent": 0, "failed": 0}
+    batch.refresh_from_db()
+    return {**batch_summary(batch), "issued": issued, "emailed": emails["sent"], "email_failed": emails["failed"]}  # this run's
 
 
 @job_task("bill_batch")
 def bill_batch_job(job: Job, progress: JobProgress) -> dict:
-    """A semester's bills, however long it takes: the worker's heartbeat, not the job's age,
-    tells the other workers it is still at it (``parcels.jobs.retry_stalled_jobs``)."""
+    """Number the batch (one short transaction) and defer one task per part
+    (``billing.tasks.bill_batch_part``), for any worker on any machine to take; the last part
+    finishes the batch. With ``processes`` in the payload the parts are made here instead, in
+    that many local processes (``bill_batch_run``)."""
     batch = BillBatch.objects.select_related("fiscal_year").get(pk=job.payload["batch_id"])
-    return bill_batch_run(batch=batch, progress=progress, processes=job.payload.get("processes"))
+    lang = job.payload.get("lang")
+    if job.payload.get("processes"):  # one machine's cores, as asked (``billing bulk-bills --processes``)
+        return bill_batch_run(batch=batch, progress=progress, processes=job.payload["processes"], lang=lang)
+    issued, plan = batch_number(batch=batch)
+    from .tasks import bill_batch_part
+
+    task = bill_batch_part.configure(queue=job.payload["queue"]) if job.payload.get("queue") else bill_batch_part
+    for part in plan:
+        task.defer(batch_id=batch.pk, index=part.index, bill_ids=part.bill_ids, paper=part.paper, lang=lang or "")
+    total = sum(len(part.bill_ids) for part in plan)
+    progress.set(total, total)  # numbered and planned; the batch page counts the PDFs rendered
+    if not plan:
+        batch_finish_if_done(batch=batch)
+    return {"batch": batch.pk, "bills": total, "issued": issued, "parts_deferred": len(plan)}

@@ -147,7 +147,9 @@ SOURCES: dict[str, str] = {
                'aviso ' || b.number, jsonb_build_object(
                    'kind', 'bill', 'number', b.number, 'charge', b.charge_id, 'parcel', b.parcel_id,
                    'issued_on', b.issued_on::text, 'batch', b.batch_id, 'issued_by', b.issued_by_id, 'snapshot', b.snapshot,
-                   'pdf_sha256', d.sha256
+                   -- issue 20: a bill printed later is chained when numbered, before its PDF exists; read
+                   -- through to_jsonb so the chain's backfill migration, older than the column, still runs
+                   'pdf_sha256', CASE WHEN (to_jsonb(b) ->> 'printed_later') = 'true' THEN NULL ELSE d.sha256 END
                )::text, b.issued_at
           FROM billing_bill b
           LEFT JOIN billing_issueddocument d ON d.bill_id = b.id

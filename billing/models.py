@@ -759,6 +759,10 @@ class Bill(models.Model):
     batch = models.ForeignKey("BillBatch", on_delete=models.PROTECT, null=True, blank=True, related_name="bills")
     issued_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
     issued_at = models.DateTimeField(auto_now_add=True)
+    # Issue 20: numbered and frozen first, its PDF rendered afterwards by the bulk-printing workers
+    # (a batch's bills, ¶9 zero notices of a finalized roll). Until then it has no document ("being
+    # printed"), and its link of the chain does not hash the PDF (``billing.chain``).
+    printed_later = models.BooleanField(default=False)
 
     class Meta:
         ordering = ["number"]
@@ -777,10 +781,18 @@ class Bill(models.Model):
 
 class BillBatch(models.Model):
     """Bulk printing of a semester's bills (or a filtered set), made by a background job in merged
-    PDF parts of at most a few hundred pages; restartable without duplicating work."""
+    PDF parts of at most a few hundred pages; restartable without duplicating work.
 
+    Issue 20: the job numbers every bill in one transaction, then one task per part renders and
+    merges it (``billing.bulk``); the last part to finish sets ``finished_at``. ``number`` 0 is
+    the batch of a roll's ¶9 zero notices, numbered at finalization and printed the same way."""
+
+    ZERO_NOTICES = 0  # ``number`` of the batch of ¶9 zero notices
     fiscal_year = models.ForeignKey("levy.FiscalYear", on_delete=models.PROTECT, related_name="+")
-    number = models.PositiveSmallIntegerField()  # installment 1 (July) or 2 (January)
+    number = models.PositiveSmallIntegerField()  # installment 1 (July) or 2 (January); 0: ¶9 zero notices
+    part_pages = models.PositiveIntegerField(null=True, blank=True)  # bills a part holds; empty: ``bulk.PART_PAGES``
+    parts_planned = models.PositiveIntegerField(null=True, blank=True)  # merged (paper) parts, once numbered
+    finished_at = models.DateTimeField(null=True, blank=True)  # every bill rendered, every part merged
     filters = models.JSONField(default=dict, blank=True)
     job = models.ForeignKey("parcels.Job", on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")

@@ -253,7 +253,8 @@ def _bill_store(*, acting_user: Any, charge: Charge, on: date, lang: str | None)
 # --- Zero notices (¶9): a line whose credit covers its levy ---------------------------------------
 
 
-def zero_notice_snapshot(*, line: RollLine, issued_on: date, dues: dict[int, str], office: BillOffice | None = None) -> dict[str, Any]:
+def zero_notice_snapshot(*, line: RollLine, issued_on: date, dues: dict[int, str], office: BillOffice | None = None,
+                         roll_hash: str | None = None) -> dict[str, Any]:
     """¶9: what a zero notice prints: the roll line's levy imposed and credit, nothing to pay."""
     parcel = line.parcel
     return {
@@ -275,7 +276,7 @@ def zero_notice_snapshot(*, line: RollLine, issued_on: date, dues: dict[int, str
         "first_due": dues.get(1),
         "second_due": dues.get(2),
         "as_of": issued_on.isoformat(),
-        "roll_hash": chain.roll_hash(line.levy_id),
+        "roll_hash": roll_hash or chain.roll_hash(line.levy_id),
         "mailing_block": list(parcel.owner.mailing_block()),
         "language": parcel.owner.preferred_language,
         "office": office.to_json() if office else None,
@@ -294,8 +295,13 @@ def zero_notice_lines(levy: Levy) -> QuerySet[RollLine]:
 @transaction.atomic
 def zero_notices_issue(*, acting_user: Any, levy: Levy, issued_on: date | None = None, lang: str | None = None) -> int:
     """¶9: at finalization, a numbered notice (``AV-…``, the bill series) for each line at 100 %
-    credit, showing the levy imposed and the credit with nothing to pay; its PDF stored like a
-    bill's. Once a year: a line that has its notice is skipped, so running it again issues none."""
+    credit, showing the levy imposed and the credit with nothing to pay. Once a year: a line that
+    has its notice is skipped, so running it again issues none.
+
+    Issue 20: the notices are numbered, frozen and chained here in one set-based step, and their
+    PDFs are rendered afterwards by the bulk-printing workers like bills: a ``BillBatch`` of
+    number 0 whose job is deferred in this transaction (so it runs once it is committed). No PDF
+    is rendered inside finalization, whatever the number of lines at 100 % credit."""
     _check_bill_user(acting_user)
     if levy.status != Levy.Status.FINAL:
         raise BillingError(_("Un padrón en borrador no se factura: solo se emiten avisos de un padrón finalizado."))
@@ -304,15 +310,20 @@ def zero_notices_issue(*, acting_user: Any, levy: Levy, issued_on: date | None =
         return 0
     on = issued_on or timezone.localdate()
     dues = installment_dues(levy.pk)
-    numbers = numbers_allocate("bill", BILL_PREFIX, on, len(lines))
     office = office_snapshot(bill_office(acting_user))
-    for line, number in zip(lines, numbers, strict=True):
-        snapshot = zero_notice_snapshot(line=line, issued_on=on, dues=dues, office=office)
-        bill = Bill(number=number, roll_line=line, parcel_id=line.parcel_id, issued_on=on, snapshot=snapshot, issued_by=acting_user)
-        bill.full_clean()
-        bill.save()
-        documents.bill_document_store(bill, lang=lang)
-        chain.link(chain.BILL, bill.pk)
+    roll_hash = chain.roll_hash(levy.pk)
+    snapshots = [{**zero_notice_snapshot(line=line, issued_on=on, dues=dues, office=office, roll_hash=roll_hash)}
+                 for line in lines]
+    batch = BillBatch.objects.create(fiscal_year=levy.fiscal_year, number=BillBatch.ZERO_NOTICES, created_by=acting_user)
+    numbers = numbers_allocate("bill", BILL_PREFIX, on, len(lines))
+    notices = Bill.objects.bulk_create([
+        Bill(number=number, roll_line=line, parcel_id=line.parcel_id, issued_on=on, snapshot=snapshot, issued_by=acting_user,
+             batch=batch, printed_later=True)
+        for line, number, snapshot in zip(lines, numbers, snapshots, strict=True)
+    ])
+    chain.link(chain.BILL, [notice.pk for notice in notices])
+    batch.job = _bill_batch_defer(acting_user, batch, None, lang=lang)
+    batch.save(update_fields=["job"])
     return len(lines)
 
 
@@ -385,13 +396,21 @@ def bill_batch_charges(batch: BillBatch) -> QuerySet[Charge]:
 BILL_BATCH = "bill_batch"  # the procrastinate task (billing/bulk.py)
 
 
-def _bill_batch_defer(acting_user: Any, batch: BillBatch, processes: int | None, queue: str | None = None) -> Job:
+def _bill_batch_defer(acting_user: Any, batch: BillBatch, processes: int | None, queue: str | None = None,
+                      lang: str | None = None) -> Job:
     """The batch's job: one bill batch per semester at a time, whatever its filters (two batches
     of the same installments at once would number their bills twice)."""
     payload: dict[str, Any] = {"batch_id": batch.pk}
     if processes:
         payload["processes"] = processes
-    what = _("los avisos de %(y)s, plazo %(n)s") % {"y": batch.fiscal_year.label, "n": batch.number}
+    if queue:
+        payload["queue"] = queue  # its parts go on the same queue
+    if lang:
+        payload["lang"] = lang
+    if batch.number == BillBatch.ZERO_NOTICES:
+        what = _("los avisos sin importe a pagar de %(y)s") % {"y": batch.fiscal_year.label}
+    else:
+        what = _("los avisos de %(y)s, plazo %(n)s") % {"y": batch.fiscal_year.label, "n": batch.number}
     try:
         return job_defer(kind=BILL_BATCH, key=f"{batch.fiscal_year.label}/{batch.number}", payload=payload,
                          acting_user=acting_user, what=what, queue=queue)
@@ -401,7 +420,7 @@ def _bill_batch_defer(acting_user: Any, batch: BillBatch, processes: int | None,
 
 @transaction.atomic
 def bill_batch_start(acting_user: Any, fiscal_year: str | FiscalYear, number: int, filters: dict[str, Any] | None = None,
-                     processes: int | None = None, queue: str | None = None) -> BillBatch:
+                     processes: int | None = None, queue: str | None = None, part_pages: int | None = None) -> BillBatch:
     """Hacienda prints a semester's bills (installment ``number`` of ``fiscal_year``, or the
     ``filters``: ``parcel_ids``, ``parcel_prefix``, ``owner_key``) as merged PDFs of at most 250
     pages, made by a background job (task ``bill_batch``, rendering in ``processes`` processes,
@@ -416,7 +435,8 @@ def bill_batch_start(acting_user: Any, fiscal_year: str | FiscalYear, number: in
         raise BillingError(_("El plazo es 1 (julio) o 2 (enero)."))
     if not Levy.objects.filter(fiscal_year=year, status=Levy.Status.FINAL).exists():
         raise BillingError(_("El padrón de %(y)s no está finalizado: no hay avisos que imprimir.") % {"y": label})
-    batch = BillBatch(fiscal_year=year, number=number, filters=_clean_filters(filters), created_by=acting_user)
+    batch = BillBatch(fiscal_year=year, number=number, filters=_clean_filters(filters), created_by=acting_user,
+                      part_pages=part_pages)  # bills per part (issue 20: a task each); empty: 250
     first = bill_batch_charges(batch).select_related("fiscal_year").order_by("due_date").first()
     if first is None:
         raise BillingError(_("Ningún plazo corresponde a esa selección."))
@@ -438,52 +458,80 @@ def bill_batch_resume(acting_user: Any, batch: BillBatch) -> BillBatch:
     if batch.job is not None and batch.job.status != Job.Status.FAILED:
         raise BillingError(_("El lote no falló: no hay nada que reanudar."))
     logger.info("bill batch %s resumed by %s", batch.pk, getattr(acting_user, "username", None))
-    batch.job = _bill_batch_defer(acting_user, batch, (batch.job.payload.get("processes") if batch.job else None))
+    payload = batch.job.payload if batch.job else {}
+    batch.job = _bill_batch_defer(acting_user, batch, payload.get("processes"), payload.get("queue"), payload.get("lang"))
     batch.save(update_fields=["job"])
     return batch
 
 
+def bill_batch_number(*, batch: BillBatch, issued_on: date, chunk: int = 500) -> int:
+    """¶12, issue 20: number every installment of ``batch`` not billed yet, in ONE short
+    transaction: the snapshots (what each bill prints, as of ``issued_on``; they do not depend on
+    the number) are computed first, outside any lock; then the bill series is locked, the
+    charges still unbilled are numbered in cadastre order, inserted and chained, and the lock is
+    released. The PDFs are rendered afterwards (``bill_documents_render``), in parallel parts.
+    A charge billed meanwhile (on demand) keeps its bill. Returns the bills numbered."""
+    charges_qs = bill_batch_charges(batch)
+    billed = set(Bill.objects.filter(charge__in=charges_qs).values_list("charge_id", flat=True))
+    todo_ids = [pk for pk in charges_qs.values_list("pk", flat=True) if pk not in billed]
+    if not todo_ids:
+        return 0
+    office = office_snapshot(bill_office(batch.created_by))
+    snapshots: dict[int, dict[str, Any]] = {}
+    parcels: dict[int, int] = {}
+    for start in range(0, len(todo_ids), chunk):
+        charges = list(Charge.objects.filter(pk__in=todo_ids[start:start + chunk])
+                       .select_related("roll_line__levy", "fiscal_year", "parcel__owner"))
+        for charge in charges:
+            if charge.kind != Charge.Kind.INSTALLMENT or charge.roll_line.levy.status != Levy.Status.FINAL:
+                raise BillingError(_("Un padrón en borrador no se factura: solo se emiten avisos de un padrón finalizado."))
+        facts = accounts_facts(charges=charges, issued_on=issued_on)
+        dues = {levy_id: installment_dues(levy_id) for levy_id in {charge.roll_line.levy_id for charge in charges}}
+        for charge in charges:
+            snapshots[charge.pk] = bill_snapshot(charge=charge, issued_on=issued_on, facts=facts[charge.pk],
+                                                 dues=dues[charge.roll_line.levy_id], office=office)
+            parcels[charge.pk] = charge.parcel_id
+    return _bill_batch_insert(batch=batch, issued_on=issued_on, todo_ids=todo_ids, snapshots=snapshots, parcels=parcels)
+
+
 @transaction.atomic
-def bill_batch_issue(*, batch: BillBatch, charge_ids: Sequence[int], issued_on: date,
-                     render_many: Callable[[list[str]], list[bytes]], lang: str | None = None) -> int:
-    """Issue the bills of ``charge_ids`` in ``batch`` (those not billed in it yet) and store
-    their PDFs, in one transaction. The bill series is locked first, so two runs of the same
-    batch cannot both bill a charge; ``render_many`` turns HTML into one-page PDFs (in worker
-    processes when the job has several cores)."""
-    numbers_needed = list(charge_ids)
+def _bill_batch_insert(*, batch: BillBatch, issued_on: date, todo_ids: list[int], snapshots: dict[int, dict[str, Any]],
+                       parcels: dict[int, int]) -> int:
+    """The one transaction of ``bill_batch_number``: series lock, then the charges' rows (the
+    order an on-demand bill takes them too), then numbers, rows and links."""
     DocumentSeries.objects.get_or_create(kind="bill", year=issued_on.year)
     DocumentSeries.objects.select_for_update().get(kind="bill", year=issued_on.year)
-    # one bill per installment: a charge billed on demand (or by an earlier batch) keeps its bill,
-    # and the batch prints that one (bulk.part_pdfs); its rows are locked against a bill on demand
-    list(Charge.objects.select_for_update(of=("self",)).filter(pk__in=numbers_needed).order_by("pk").values_list("pk", flat=True))
-    done = set(Bill.objects.filter(charge_id__in=numbers_needed).values_list("charge_id", flat=True))
-    charges = {c.pk: c for c in Charge.objects.filter(pk__in=[pk for pk in numbers_needed if pk not in done])
-               .select_related("roll_line__levy", "fiscal_year", "parcel__owner")}
-    todo = [charges[pk] for pk in numbers_needed if pk in charges]
+    list(Charge.objects.select_for_update(of=("self",)).filter(pk__in=todo_ids).order_by("pk").values_list("pk", flat=True))
+    done = set(Bill.objects.filter(charge_id__in=todo_ids).values_list("charge_id", flat=True))
+    todo = [pk for pk in todo_ids if pk not in done]
     if not todo:
         return 0
-    for charge in todo:
-        if charge.kind != Charge.Kind.INSTALLMENT or charge.roll_line.levy.status != Levy.Status.FINAL:
-            raise BillingError(_("Un padrón en borrador no se factura: solo se emiten avisos de un padrón finalizado."))
     numbers = numbers_allocate("bill", BILL_PREFIX, issued_on, len(todo))
-    facts = accounts_facts(charges=todo, issued_on=issued_on)
-    dues = {levy_id: installment_dues(levy_id) for levy_id in {charge.roll_line.levy_id for charge in todo}}
-    office = office_snapshot(bill_office(batch.created_by))
-    bills, htmls, codes = [], [], []
-    for charge, number in zip(todo, numbers, strict=True):
-        snapshot = bill_snapshot(charge=charge, issued_on=issued_on, facts=facts[charge.pk], dues=dues[charge.roll_line.levy_id],
-                                 office=office)
-        code = documents.verification_code(IssuedDocument.Kind.BILL, number)
-        bills.append(Bill(number=number, charge=charge, parcel_id=charge.parcel_id, issued_on=issued_on, snapshot=snapshot,
-                          batch=batch, issued_by_id=batch.created_by_id))
-        htmls.append(documents.bill_html(number=number, snapshot=snapshot, issued_on=issued_on, code=code, lang=lang))
-        codes.append(code)
-    pdfs = render_many(htmls)
-    Bill.objects.bulk_create(bills)
-    IssuedDocument.objects.bulk_create([
-        documents.document_new(kind=IssuedDocument.Kind.BILL, number=bill.number, parcel_id=bill.parcel_id, code=code, data=data,
-                               bill=bill)
-        for bill, code, data in zip(bills, codes, pdfs, strict=True)
-    ])
+    bills = Bill.objects.bulk_create([
+        Bill(number=number, charge_id=pk, parcel_id=parcels[pk], issued_on=issued_on, snapshot=snapshots[pk], batch=batch,
+             issued_by_id=batch.created_by_id, printed_later=True)
+        for pk, number in zip(todo, numbers, strict=True)
+    ], batch_size=2000)
     chain.link(chain.BILL, [bill.pk for bill in bills])
     return len(bills)
+
+
+def bill_documents_render(*, bill_ids: Sequence[int], render_many: Callable[[list[str]], list[bytes]],
+                          lang: str | None = None) -> int:
+    """Issue 20: render and store the PDFs of the bills among ``bill_ids`` that have none yet
+    (numbered and frozen by ``bill_batch_number`` or ``zero_notices_issue``), from their frozen
+    snapshots: the same bytes whoever renders them, whenever. Two runs at once store one
+    document per bill (``IssuedDocument.bill`` is one-to-one): the later one's insert fails and
+    is left out. Returns the documents stored by this call."""
+    pending = list(Bill.objects.filter(pk__in=list(bill_ids), printed_later=True, document__isnull=True).order_by("number"))
+    if not pending:
+        return 0
+    codes = [documents.verification_code(IssuedDocument.Kind.BILL, bill.number) for bill in pending]
+    htmls = [documents.bill_html(number=bill.number, snapshot=bill.snapshot, issued_on=bill.issued_on, code=code, lang=lang)
+             for bill, code in zip(pending, codes, strict=True)]
+    pdfs = render_many(htmls)
+    rows = [documents.document_new(kind=IssuedDocument.Kind.BILL, number=bill.number, parcel_id=bill.parcel_id, code=code,
+                                   data=data, bill=bill) for bill, code, data in zip(pending, codes, pdfs, strict=True)]
+    with transaction.atomic():
+        stored = IssuedDocument.objects.bulk_create(rows, ignore_conflicts=True)
+    return len(stored)

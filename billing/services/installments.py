@@ -100,6 +100,8 @@ def roll_finalize(*, acting_user: Any, fiscal_year: str, today: date | None = No
     levy.save(update_fields=["status", "finalized_by", "finalized_at", "finalized_on", "finalized_late"])
     # Billing builds on the finalized roll, in the same transaction.
     installments_issue(acting_user=acting_user, levy=levy)
-    zero_notices_issue(acting_user=acting_user, levy=levy, issued_on=on)  # ¶9: a line at 100 % credit still gets its notice
+    # ¶9: a line at 100 % credit still gets its notice: numbered and frozen here in one set-based
+    # step, its PDF printed after the commit by the bulk-printing workers (issue 20)
+    zero_notices_issue(acting_user=acting_user, levy=levy, issued_on=on)
     accrual_journal_for_roll(acting_user=acting_user, levy=levy)  # issue 19: levy receivable against levy income
     return levy

@@ -646,9 +646,14 @@ def bill_batch(request: HttpRequest, pk: int) -> HttpResponse:
         else:
             return redirect("collections:bill-batch", pk=batch.pk)
     parts = list(batch.parts.all())
+    # issue 20: after its job has numbered the bills, the parts' tasks render them; the batch is
+    # still printing until the last part sets ``finished_at``
+    printing = (batch.parts_planned is not None and batch.finished_at is None and batch.job is not None
+                and batch.job.status == "done")
     return render(request, "billing/hacienda/bill_batch.html", {
         "batch": batch, "job": batch.job, "parts": parts, "bills": batch.bills.count(), "error": error,
-        "running": batch.job is not None and batch.job.status in ("queued", "running"),
+        "running": printing or (batch.job is not None and batch.job.status in ("queued", "running")), "printing": printing,
+        "rendered": batch.bills.filter(document__isnull=False).count() if printing else None,
         # issue 19: the paper bills (the mailing list's rows) and those e-mailed instead
         "paper": sum(part.pages for part in parts),
         "emailed": batch.bills.filter(emails__status="sent").count(),

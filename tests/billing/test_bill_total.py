@@ -200,9 +200,9 @@ def test_an_english_owner_gets_the_bill_in_english_on_demand_and_in_bulk(distric
                                      created_by=staff["hacienda"])
     Owner.objects.create(owner_key="OWN-S", name="Ana Ruiz")  # Spanish by default
     Parcel.objects.filter(parcel_id="P1").update(owner=Owner.objects.get(owner_key="OWN-S"))
-    charges = list(bills.bill_batch_charges(batch).values_list("pk", flat=True))
-    assert bills.bill_batch_issue(batch=batch, charge_ids=charges, issued_on=date(2026, 12, 15),
-                                  render_many=lambda htmls: [pdf.html_to_fitting_pdf(html) for html in htmls]) == 2
+    assert bills.bill_batch_number(batch=batch, issued_on=date(2026, 12, 15)) == 2
+    assert bills.bill_documents_render(bill_ids=list(batch.bills.values_list("pk", flat=True)),
+                                       render_many=lambda htmls: [pdf.html_to_fitting_pdf(html) for html in htmls]) == 2
     printed = {b.parcel.parcel_id: text_of(bytes(b.document.pdf)) for b in Bill.objects.filter(batch=batch).select_related("parcel")}
     assert "Total to pay" in printed["P4"] and "Total a pagar" not in printed["P4"]
     assert "Total a pagar" in printed["P1"] and "Total to pay" not in printed["P1"]

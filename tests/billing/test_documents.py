@@ -405,41 +405,49 @@ def test_bulk_batch_parts_and_a_restart_duplicate_nothing(district_1, staff, mon
     job = Job.objects.get(pk=batch.job_id)
     assert job.kind == "bill_batch" and job.status == Job.Status.QUEUED and job.payload == {"batch_id": batch.pk}
     assert job.key == "2026-2027/1" and inline_jobs.connector.jobs[job.procrastinate_job_id]["lock"] == "bill_batch:2026-2027/1"
-    # the worker dies while issuing the fifth bill, then (the next run) while writing the second part;
-    # every bill is issued before any part is merged (the parts follow the mailing list's order, issue 19)
-    real_issue, real_part_write = bills.bill_batch_issue, bulk.part_write
-    issued_chunks = []
+    # issue 20: every bill is numbered first, in one transaction; then the parts (in the mailing list's
+    # order, issue 19) are rendered and merged. The worker dies while rendering the third bill, then
+    # (the next run) while writing the third part.
+    real_render, real_part_write = bills.bill_documents_render, bulk.part_write
+    rendered_chunks = []
 
-    def dies_on_fifth_bill(**kwargs):
-        if len(issued_chunks) == 4:
+    def dies_on_third_bill(**kwargs):
+        if len(rendered_chunks) == 2:
             raise RuntimeError("worker killed")
-        issued_chunks.append(kwargs["charge_ids"])
-        return real_issue(**kwargs)
+        rendered_chunks.append(kwargs["bill_ids"])
+        return real_render(**kwargs)
 
-    def dies_on_second_part(*, index, **kwargs):
-        if index == 1:
+    def dies_on_third_part(*, index, **kwargs):
+        if index == 2:
             raise RuntimeError("worker killed")
         return real_part_write(index=index, **kwargs)
 
-    monkeypatch.setattr(bills, "bill_batch_issue", dies_on_fifth_bill)
+    monkeypatch.setattr(bills, "bill_documents_render", dies_on_third_bill)
     with pytest.raises(RuntimeError):
         bulk.bill_batch_run(batch=batch, processes=1)
-    assert batch.bills.count() == 4 and not batch.parts.exists()
+    assert batch.bills.count() == 5 and IssuedDocument.objects.filter(bill__batch=batch).count() == 2
+    assert list(batch.parts.values_list("index", flat=True)) == [0]
     first_numbers = set(batch.bills.values_list("number", flat=True))
-    monkeypatch.setattr(bills, "bill_batch_issue", real_issue)
-    monkeypatch.setattr(bulk, "part_write", dies_on_second_part)
+    first_bytes = dict(IssuedDocument.objects.filter(bill__batch=batch).values_list("number", "sha256"))
+    monkeypatch.setattr(bills, "bill_documents_render", real_render)
+    monkeypatch.setattr(bulk, "part_write", dies_on_third_part)
     with pytest.raises(RuntimeError):
         bulk.bill_batch_run(batch=batch, processes=1)
-    assert batch.bills.count() == 5 and list(batch.parts.values_list("index", flat=True)) == [0]
-    assert first_numbers < set(batch.bills.values_list("number", flat=True))  # kept, not reissued
+    assert IssuedDocument.objects.filter(bill__batch=batch).count() == 5
+    assert list(batch.parts.values_list("index", flat=True)) == [0, 1]
+    assert set(batch.bills.values_list("number", flat=True)) == first_numbers  # kept, not renumbered
     monkeypatch.setattr(bulk, "part_write", real_part_write)
-    assert inline_jobs.run() == 1  # the job, run by a worker after the ones that died
+    assert inline_jobs.run() == 4  # the job, run by a worker after the ones that died, and its 3 parts' tasks
     job.refresh_from_db()
     assert job.status == Job.Status.DONE, job.error
-    assert job.result["bills"] == 5 and job.result["issued"] == 0 and job.result["parts"] == 3
+    assert job.result["bills"] == 5 and job.result["issued"] == 0 and job.result["parts_deferred"] == 3
+    batch.refresh_from_db()
+    assert batch.finished_at is not None and batch.parts_planned == 3
     assert batch.bills.count() == 5 and set(batch.bills.values_list("charge_id", flat=True)) == set(
         Charge.objects.filter(number=1).values_list("pk", flat=True))
-    assert first_numbers < set(batch.bills.values_list("number", flat=True))  # kept, not reissued
+    assert set(batch.bills.values_list("number", flat=True)) == first_numbers
+    assert {n: h for n, h in IssuedDocument.objects.filter(bill__batch=batch).values_list("number", "sha256")
+            if n in first_bytes} == first_bytes  # the documents stored before the crash are the ones kept
     parts = list(BillBatchPart.objects.filter(batch=batch).order_by("index"))
     assert [part.pages for part in parts] == [2, 2, 1]
     texts = []

@@ -75,10 +75,12 @@ def printed(mail_district, staff, monkeypatch, inline_jobs):
     """Hacienda's bulk print of the July half, run by the worker (the batch's job)."""
     monkeypatch.setattr(bulk, "PART_PAGES", 3)  # two parts: the order must run across them
     batch = bills.bill_batch_start(staff["hacienda"], "2026-2027", 1)
-    assert inline_jobs.run() == 1
+    assert inline_jobs.run() >= 2  # the job, then a task per part (issue 20)
+    assert set(inline_jobs.statuses()) == {"succeeded"}
+    batch.refresh_from_db()
     batch.job.refresh_from_db()
-    assert batch.job.status == "done", batch.job.error
-    return batch, batch.job.result
+    assert batch.job.status == "done" and batch.finished_at is not None, batch.job.error
+    return batch, {**batch.job.result, **bulk.batch_summary(batch)}
 
 
 def read_csv(path: Path) -> list[list[str]]:

@@ -11,8 +11,8 @@ from decimal import Decimal
 import pytest
 from pypdf import PdfReader
 
-from billing import documents
-from billing.models import Bill, Charge, IssuedDocument
+from billing import bulk, documents
+from billing.models import Bill, BillBatch, Charge, IssuedDocument
 from billing.services import bills
 from billing.services.installments import roll_finalize
 from levy.services import estimate_certify, estimate_enter, levy_compute
@@ -45,6 +45,11 @@ def test_finalization_issues_a_zero_notice_for_a_line_at_full_credit(finalized, 
     notice = Bill.objects.get()
     assert notice.charge is None and notice.roll_line.parcel_code == "Z1"
     assert notice.number == "AV-2026-000001" and notice.issued_on == date(2026, 6, 30)
+    # issue 20: numbered and frozen at finalization, printed afterwards by the bulk printing
+    assert not IssuedDocument.objects.filter(bill=notice).exists()
+    assert notice.batch.number == BillBatch.ZERO_NOTICES and notice.batch.job.kind == "bill_batch"
+    bulk.bill_batch_run(batch=notice.batch)
+    notice = Bill.objects.get()
     assert {key: notice.snapshot[key] for key in ("nothing_to_pay", "om_charge", "credit_percent", "credit", "net")} == {
         "nothing_to_pay": True, "om_charge": "1122.00", "credit_percent": "100.00", "credit": "1122.00", "net": "0.00"}
     document = notice.document

@@ -84,7 +84,7 @@ class Command(BaseCommand):
         bulk.add_argument("--installment", required=True, type=int, choices=[1, 2])
         bulk.add_argument("--user", required=True)
         bulk.add_argument("--parcel-prefix", default="", help="only parcels whose cadastre number starts with this")
-        bulk.add_argument("--processes", type=int, help="worker processes that render (default: one per core)")
+        bulk.add_argument("--processes", type=int, help="render here in this many processes (default: one task per part, for this command and every worker)")
 
         mailing_list = sub.add_parser(
             "mailing-list", help="the semester's mailing list of paper bills (CSV sorted by ZIP, then address) and its counts per ZIP")
@@ -438,6 +438,9 @@ class Command(BaseCommand):
         if job.status != Job.Status.DONE:
             raise BillingError(f"bulk printing of batch {batch.pk} failed: {job.error.splitlines()[0] if job.error else '?'}")
         total = job.result.get("bills", 0)
+        # issue 20: the parts were deferred as tasks (this command ran them, or other workers do)
+        while not type(batch).objects.filter(pk=batch.pk, finished_at__isnull=False).exists():
+            time.sleep(2)
         self.stdout.write(f"batch {batch.pk}: {total} bills in {batch.parts.count()} part(s)")
         for part in batch.parts.order_by("index"):
             self.stdout.write(f"{part.pdf.path}\t{part.pages} pages")
