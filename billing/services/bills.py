@@ -24,7 +24,7 @@ from parcels.jobs import JobBusy, job_defer
 from parcels.models import Job, Parcel
 from parcels.roles import COLLECTOR, HACIENDA, LANDOWNER, SUPERVISOR, has_role
 
-from .. import chain, documents, mailing, rules
+from .. import chain, documents, mailing, pdf, rules
 from ..accounts import (
     AS_OF_DAY,
     KnownBy,
@@ -514,6 +514,19 @@ def _bill_batch_insert(*, batch: BillBatch, issued_on: date, todo_ids: list[int]
     ], batch_size=2000)
     chain.link(chain.BILL, [bill.pk for bill in bills])
     return len(bills)
+
+
+def bill_document(bill: Bill) -> IssuedDocument:
+    """The bill's stored document. A bill numbered by a printing batch or a finalize (``printed_later``)
+    whose part is not rendered yet is rendered now from its frozen snapshot and stored, as its part
+    would store it: whoever asks first (the portal, the counter) does not wait for the workers."""
+    found = IssuedDocument.objects.filter(bill=bill).first()
+    if found is None and bill.printed_later:
+        bill_documents_render(bill_ids=[bill.pk], render_many=lambda htmls: [pdf.html_to_fitting_pdf(html) for html in htmls])
+        found = IssuedDocument.objects.get(bill=bill)
+    if found is None:
+        raise BillingError(_("El aviso %(n)s no tiene documento guardado.") % {"n": bill.number})
+    return found
 
 
 def bill_documents_render(*, bill_ids: Sequence[int], render_many: Callable[[list[str]], list[bytes]],

@@ -40,7 +40,7 @@ from parcels.roles import AUTHORITY, COLLECTOR, HACIENDA, LANDOWNER, SUPERVISOR,
 from .. import documents, portal
 from ..access import RECEIPT_STAFF, get_seizure_step_for_user
 from ..errors import BillingError
-from ..models import AccountStatement, Charge, IssuedDocument, ReprintLog
+from ..models import AccountStatement, Charge, ReprintLog
 from ..portal import email_normalize
 from ..services import bills, reprints, statements
 from .counter import document_refused
@@ -272,7 +272,7 @@ def installment_bill(request: HttpRequest, pk: int) -> HttpResponse:
     except BillingError as exc:
         messages.error(request, str(exc))
         return redirect("billing:statement", pk=charge.parcel_id)
-    document = IssuedDocument.objects.get(bill=bill)
+    document = bills.bill_document(bill)  # rendered now if its printing batch has not reached it yet
     data = (documents.document_pdf(document) if created
             else reprints.reprint_issue(acting_user=request.user, document=document, channel=ReprintLog.Channel.PORTAL))
     return _pdf_response(data, f"aviso-{bill.number}{'' if created else '-copia'}.pdf")

@@ -228,3 +228,24 @@ def test_two_workers_print_the_same_bills_as_one_and_no_number_twice(jobs_in_dat
     assert IssuedDocument.objects.filter(kind="bill").count() == 40
     assert Charge.objects.filter(kind="installment").exclude(bills__isnull=False).count() == 0
     assert books_findings() == []
+
+
+@pytest.mark.django_db
+def test_a_notice_asked_for_before_its_part_is_printed_is_rendered_then_and_not_again(renders, inline_jobs,
+                                                                                        django_capture_on_commit_callbacks):
+    """¶9: the landowner (or the counter) asks for a zero notice its printing batch has not reached:
+    it is rendered from its frozen snapshot and stored at once, and the batch then prints only the
+    others; the stored bytes are those the batch would have stored."""
+    staff = finalize_district(10, full_credit_every=5)
+    with django_capture_on_commit_callbacks(execute=False):
+        roll_finalize(acting_user=staff["hacienda"], fiscal_year=YEAR, today=date(2026, 6, 30))
+    first, second = Bill.objects.filter(roll_line__isnull=False).order_by("number")
+    assert not IssuedDocument.objects.exists()
+    document = bill_services.bill_document(first)
+    assert len(renders) == 1
+    assert bill_services.bill_document(first).pk == document.pk and len(renders) == 1  # stored once, not rendered again
+    inline_jobs.run()
+    assert len(renders) == 2  # the batch printed only the other notice
+    assert bytes(document.pdf) == render_again(first)
+    assert IssuedDocument.objects.get(bill=second).sha256 == hashlib.sha256(render_again(second)).hexdigest()
+    assert books_findings() == []
