@@ -10,9 +10,9 @@ What it runs (fiscal year 2025-2026, every date before the real today, so the fi
   1 January): bulk printing (``bill_batch_start``, the ``bill_batch`` job) of ``YEAR_BILLS``
   bills in real procrastinate workers (``bench/year_worker.py``, on the simulated clock).
 - Every weekday from 1 July 2025 to 30 June 2026: counter payments (``counter.payment_record``,
-  on time, late with ¶12 surcharge, a few over-paid into credit), then the supervisor's day close
-  (``counter.day_close``; one day $5.00 short, explained). On the 15th of each month (or the next
-  weekday) the collecting bank's payment file (``bank.bank_file_import``, ¶13), one file with an
+  on time, late with ¶12 surcharge, a few over-paid into credit), then, on each day the counter
+  took or paid back money, the supervisor's day close (``counter.day_close``; one day $5.00
+  short, explained). On the 15th of each month (or the next weekday) the collecting bank's payment file (``bank.bank_file_import``, ¶13), one file with an
   unknown cadastre number (the exceptions queue) and one returning an earlier payment (NSF).
 - Voids of bounced checks (``voids.payment_void``), refunds of credit asked by one supervisor and
   approved by another (``refund_request`` / ``refund_approve``), roll corrections up and down
@@ -33,9 +33,12 @@ Faults (``YEAR_FAULTS``, comma-separated, default ``kill,terminate,double``):
   key: one payment, one receipt.
 
 Knobs (environment): ``YEAR_PARCELS`` (default 100000), ``YEAR_BILLS`` bills per semester printed
-in bulk (default 120; 0 skips bulk printing), ``YEAR_PAYMENTS`` counter payments over the year
-(default 600: each renders its PDF receipt, ~0.3 s), ``YEAR_BANK_LINES`` payments per monthly bank
-file (default 8), ``YEAR_STATEMENTS`` parcels whose statements are written (default all),
+in bulk (default 60; the kill needs more than one chunk of 24; 0 skips bulk printing), ``YEAR_PAYMENTS``
+counter payments over the year (default 400: each renders its PDF receipt, ~0.3 s on a quiet
+machine), ``YEAR_BANK_LINES`` payments per monthly bank file (default 8), ``YEAR_STATEMENTS``
+parcels whose statements are written (default all: five ``statement()`` calls of ~18 queries a
+parcel, so at 100,000 parcels hours; give a number to write the first N in cadastre order),
+``YEAR_STATEMENT_PROCESSES`` processes writing them (default one per core),
 ``YEAR_PROCESSES`` rendering processes per worker (default 1), ``YEAR_OUT`` the output folder
 (default ``$TMPDIR/lajas-year``), ``YEAR_SEED`` (default 2025), ``YEAR_TEMPLATE`` an empty migrated
 database to copy instead of migrating a new one (the test's; nobody may be connected to it).
@@ -87,11 +90,12 @@ def knob(name: str, default: int) -> int:
 
 
 PARCELS = knob("YEAR_PARCELS", 100_000)
-BILLS = knob("YEAR_BILLS", 120)
-PAYMENTS = knob("YEAR_PAYMENTS", 600)
+BILLS = knob("YEAR_BILLS", 60)
+PAYMENTS = knob("YEAR_PAYMENTS", 400)
 BANK_LINES = knob("YEAR_BANK_LINES", 8)
 STATEMENTS = knob("YEAR_STATEMENTS", 0) or None
 PROCESSES = knob("YEAR_PROCESSES", 1)
+STATEMENT_PROCESSES = max(1, knob("YEAR_STATEMENT_PROCESSES", os.cpu_count() or 1))
 SEED = knob("YEAR_SEED", 2025)
 FAULTS = {f.strip() for f in os.environ.get("YEAR_FAULTS", "kill,terminate,double").split(",") if f.strip()}
 OUT = Path(os.environ.get("YEAR_OUT") or Path(tempfile.gettempdir()) / "lajas-year")
@@ -390,23 +394,30 @@ class Year:
             self.credits.append(parcel)
         return receipt
 
-    def day_close(self, *, short: bool = False) -> None:
-        from billing.models import DayClose, Payment
+    def day_close(self, *, short: bool = False) -> bool:
+        """The supervisor closes a day the counter took or paid back money (counted as the
+        receipts say; with ``short`` $5.00 of cash missing, explained). True when closed short."""
+        from billing.models import DayClose, Payment, Refund
         from billing.selectors import day_report
         from billing.services import counter
 
         today = self.clock.today()
         if DayClose.objects.filter(office=self.office, day=today).exists():
-            return
+            return False
+        if not (Payment.objects.filter(office=self.office, paid_on=today).exists()
+                or Refund.objects.filter(office=self.office, refunded_on=today).exists()):
+            return False
         report = day_report(office=self.office, day=today)
         cash, checks = report.expected(Payment.Method.CASH), report.expected(Payment.Method.CHECK)
         if short and cash >= Decimal("5.00"):
             counter.day_close(acting_user=self.supervisor, office=self.office, day=today, counted_cash=cash - Decimal("5.00"),
                               counted_checks=checks, explanation="Faltan $5.00 de efectivo: cambio mal dado")
             self.log.event(today, "day_close_short", "", cash - Decimal("5.00"), self.supervisor)
+            return True
         else:
             counter.day_close(acting_user=self.supervisor, office=self.office, day=today, counted_cash=cash, counted_checks=checks)
             self.log.event(today, "day_close", "", cash + checks, self.supervisor)
+            return False
 
     def bank_file(self, month_index: int, returned: Any | None) -> Any | None:
         """¶13: the bank's file of the day: ``BANK_LINES`` parcels paying what they owe (value
@@ -622,6 +633,11 @@ class Year:
             raise SystemExit(f"bulk printing {number}: {len(bills)} bills for {len(sample)} installments")
         self.log.figure(f"bulk printing of {len(sample):,} bills, semester {number} (job, {len(workers)} worker(s))",
                         f"{elapsed:.1f} s, {elapsed / len(sample) * 1000:.0f} ms a bill")
+        if fault == "terminate" and self.log.faults:
+            day, kind, outcome = self.log.faults[-1]
+            self.log.faults[-1] = (day, kind, f"{outcome}; the batch then ended with {len(bills)} bills, each "
+                                   f"installment once ({job.attempts} attempt(s) of its job)")
+            print(f"  FAULT {kind}: the batch then ended with {len(bills)} bills ({job.attempts} attempt(s))", flush=True)
         if fault == "kill" and hasattr(self, "kill_report"):
             issued, after = self.kill_report
             numbers = sorted(int(n.rsplit("-", 1)[1]) for _c, n in bills)
@@ -765,34 +781,61 @@ class Year:
                         line = BankFileLine.objects.filter(payment__isnull=False).order_by("-pk").first()
                         bank_payment_to_return = line
                 self.clock.to(day, hour=17)
-                self.day_close(short=not short_done and day.month == 9)
-                short_done = short_done or day.month == 9
+                short_done = self.day_close(short=not short_done and day >= date(2025, 9, 1)) or short_done
             day += timedelta(days=1)
         self.log.figure(f"payment at the counter with its receipt, median of {len(self.counter_times):,}",
                         f"{statistics.median(self.counter_times) * 1000:.0f} ms" if self.counter_times else "none")
 
 
 def write_outputs(log: Log, clock: Clock) -> None:
-    from billing.accounts import statement
     from parcels.models import Parcel
 
     with open(OUT / "events.csv", "w", newline="") as handle:
         writer = csv.writer(handle)
         writer.writerow(["day", "kind", "parcel", "amount", "who"])
         writer.writerows(log.events)
-    parcels = Parcel.objects.select_related("owner").order_by("parcel_id")
-    if STATEMENTS:
-        parcels = parcels[:STATEMENTS]
+    total = Parcel.objects.count() if not STATEMENTS else min(STATEMENTS, Parcel.objects.count())
     start = time.perf_counter()
+    # In STATEMENT_PROCESSES processes of their own (each a slice in cadastre order), joined in order.
+    size = -(-total // STATEMENT_PROCESSES)
+    slices = [(offset, min(size, total - offset), OUT / f"statements-{index}.part")
+              for index, offset in enumerate(range(0, total, size))]
+    children = [subprocess.Popen([sys.executable, __file__, "--statements", str(offset), str(limit), str(path)], cwd=ROOT / "bench",
+                                 env=child_env(clock)) for offset, limit, path in slices]
+    failed = [child.args for child in children if child.wait() != 0]
+    if failed:
+        raise SystemExit(f"statement writers failed: {failed}")
     count = 0
-    with open(OUT / "statements.jsonl", "w") as handle:
-        for parcel in parcels.iterator(chunk_size=2000):
-            for as_of in STATEMENT_DATES:
-                handle.write(json.dumps(statement(parcel=parcel, as_of=as_of).to_json(), sort_keys=True, ensure_ascii=False) + "\n")
-                count += 1
-    log.figure(f"{count:,} statements written (statements.jsonl)", f"{time.perf_counter() - start:.1f} s")
+    with open(OUT / "statements.jsonl", "wb") as handle:
+        for _offset, _limit, path in slices:
+            data = path.read_bytes()
+            count += data.count(b"\n")
+            handle.write(data)
+            path.unlink()
+    log.figure(f"{count:,} statements written (statements.jsonl, {len(slices)} processes)", f"{time.perf_counter() - start:.1f} s")
     with open(OUT / "faults.csv", "w", newline="") as handle:
         csv.writer(handle).writerows([("day", "fault", "outcome"), *log.faults])
+
+
+def statements_write(offset: int, limit: int, path: str) -> None:
+    """``--statements``: the statements of parcels ``offset`` to ``offset + limit`` (cadastre
+    order) at the five dates, one JSON line each, in a process of its own on the year's clock."""
+    from datetime import timedelta as delta
+
+    import django
+    from django.utils import timezone
+
+    moved = delta(seconds=float(os.environ.get("YEAR_CLOCK_OFFSET", "0")))
+    real_now = timezone.now
+    timezone.now = lambda: real_now() + moved
+    django.setup()
+    from billing.accounts import statement
+    from parcels.models import Parcel
+
+    with open(path, "w") as handle:
+        for parcel in Parcel.objects.select_related("owner").order_by("parcel_id")[offset:offset + limit].iterator(chunk_size=2000):
+            for as_of in STATEMENT_DATES:
+                handle.write(json.dumps(statement(parcel=parcel, as_of=as_of).to_json(), sort_keys=True, ensure_ascii=False) + "\n")
 
 
 def verify_books(log: Log, clock: Clock) -> bool:
@@ -836,4 +879,7 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    if sys.argv[1:2] == ["--statements"]:
+        statements_write(int(sys.argv[2]), int(sys.argv[3]), sys.argv[4])
+    else:
+        sys.exit(main())
