@@ -273,13 +273,28 @@ class Worker:
                 self.kill()
 
 
+LOST_WHILE_WAITING: list[str] = []  # connections lost while only reading (another session cut them)
+
+
 def wait_for(condition: Callable[[], Any], what: str, timeout: float, pause: float = 0.2) -> Any:
+    """``condition()`` until true; its reads are retried on a new connection when the server
+    drops this process's (a read changes nothing, so reading again is always safe)."""
+    from django.db import InterfaceError, OperationalError
+
     deadline = time.monotonic() + timeout
-    while not (found := condition()):
+    while True:
+        try:
+            found = condition()
+        except (OperationalError, InterfaceError) as exc:
+            LOST_WHILE_WAITING.append(f"waiting for {what}: {str(exc).strip()}")
+            print(f"  connection lost while waiting for {what} ({str(exc).strip()}); reading again on a new one", flush=True)
+            reconnect()
+            found = None
+        if found:
+            return found
         if time.monotonic() > deadline:
             raise SystemExit(f"timed out after {timeout:.0f} s waiting for {what}")
         time.sleep(pause)
-    return found
 
 
 # --- The year --------------------------------------------------------------------------------
@@ -873,6 +888,8 @@ def main() -> int:
     print(f"\nfaults survived ({len(log.faults)}):")
     for day, kind, outcome in log.faults:
         print(f"  {day} {kind}: {outcome}")
+    for lost in LOST_WHILE_WAITING:
+        print(f"  not injected, survived: connection lost {lost}")
     print(f"{len(log.events):,} events; outputs in {OUT}")
     print(f"wall time {wall:.1f} s (load {loadavg()}); verify_books --full {'clean' if clean else 'NOT CLEAN'}")
     return 0 if clean and getattr(log, "survived", False) else 1
