@@ -377,7 +377,8 @@ class Year:
                 day = start + timedelta(days=self.rng.randint(0, (end - start).days))
                 while day.weekday() >= 5:
                     day += timedelta(days=1)
-                schedule.setdefault(day, []).append((parcel, "over" if self.rng.random() < 0.04 else "due"))
+                over = self.rng.random() < 0.04 or index == 0  # at least one credit to pay back
+                schedule.setdefault(day, []).append((parcel, "over" if over else "due"))
         return schedule
 
     # -- events
