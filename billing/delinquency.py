@@ -25,6 +25,7 @@ do. ``tests/billing/test_delinquent_sql.py`` holds this equal to the rules on ra
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
@@ -288,7 +289,7 @@ def lines(filters: Filters, *, order: str = "", basis: bool = True) -> list[Line
 # closure, legal row or registry change gives a new key), so paging and coming back cost one small
 # query and the cache read; only the first view after a change of the books runs the list's query.
 _KEPT_SECONDS = 60 * 60
-_KEPT_VERSION = 1  # of the kept lines' shape: bump it when ``Line`` or ``rules.ChargeState`` changes
+_KEPT_VERSION = 2  # of the kept lines' shape: bump it when ``Line`` or ``rules.ChargeState`` changes
 
 
 def _kept_key(alias: str, filters: Filters, order: str) -> str:
@@ -300,34 +301,57 @@ def _kept_key(alias: str, filters: Filters, order: str) -> str:
     return "billing:delinquent-page:" + hashlib.sha256(repr(marker).encode()).hexdigest()
 
 
-def kept_lines(filters: Filters, *, order: str = "") -> list[Line]:
-    """``lines(filters, order=order)``, or the same list computed from exactly the same books
-    moments ago (the shared cache); a list computed inside an open transaction is never kept."""
+_DATES = {COLUMNS.index(name) for name in ("due_date", "last_day")}
+_AMOUNTS = {COLUMNS.index(name) for name in ("principal", "surcharge", "principal_paid", "surcharge_paid", "balance")}
+_DATE_LISTS, _AMOUNT_LISTS = {COLUMNS.index("starts")}, {COLUMNS.index("unpaids"), COLUMNS.index("rates")}
+
+
+def _stored_row(row: list) -> tuple:
+    """A kept row (JSON: dates and amounts as text) as the query gave it."""
+    def cell(index: int, value: object) -> object:
+        if value is None:
+            return None
+        if index in _DATES:
+            return date.fromisoformat(value)
+        if index in _AMOUNTS:
+            return Decimal(value)
+        if index in _DATE_LISTS:
+            return [date.fromisoformat(item) for item in value]
+        if index in _AMOUNT_LISTS:
+            return [Decimal(item) for item in value]
+        return value
+    return tuple(cell(index, value) for index, value in enumerate(row))
+
+
+def _kept(filters: Filters, order: str) -> dict:
+    """Every row of the list in ``order`` with the totals, kept as JSON text in the shared cache:
+    a page then decodes only its own rows (unpickling 7,542 computed lines took 0.3 s)."""
     alias = router.db_for_read(Charge)
-    if connections[alias].in_atomic_block:  # what an open transaction sees may still roll back
-        return lines(filters, order=order)
-    key = _kept_key(alias, filters, order)
-    found = cache.get(key)
-    if found is None:
-        found = lines(filters, order=order)
-        cache.set(key, found, timeout=_KEPT_SECONDS)
-    return found
-
-
-def totals_of(found: list[Line]) -> Totals:
-    """The list's totals: lines, distinct parcels and the sums of its figures."""
-    return Totals(count=len(found), parcels=len({line.parcel_pk for line in found}),
-                  principal=sum((line.state.principal for line in found), ZERO),
-                  surcharge=sum((line.state.surcharge for line in found), ZERO),
-                  paid=sum((line.state.principal_paid + line.state.surcharge_paid for line in found), ZERO),
-                  balance=sum((line.state.balance for line in found), ZERO))
+    key = None if connections[alias].in_atomic_block else _kept_key(alias, filters, order)  # may still roll back
+    text = cache.get(key) if key else None
+    if text is None:
+        alias, sql, params = _query(filters, ALL_SQL, order)
+        rows = _fetch(alias, sql, params)
+        found = [_line(row) for row in rows]
+        totals = Totals(count=len(found), parcels=len({line.parcel_pk for line in found}),
+                        principal=sum((line.state.principal for line in found), ZERO),
+                        surcharge=sum((line.state.surcharge for line in found), ZERO),
+                        paid=sum((line.state.principal_paid + line.state.surcharge_paid for line in found), ZERO),
+                        balance=sum((line.state.balance for line in found), ZERO))
+        text = json.dumps({"totals": [totals.count, totals.parcels, totals.principal, totals.surcharge, totals.paid,
+                                      totals.balance], "rows": rows}, default=str)
+        if key:
+            cache.set(key, text, timeout=_KEPT_SECONDS)
+    return json.loads(text)
 
 
 def page(filters: Filters, *, order: str = "", number: int = 1, size: int = 50) -> tuple[list[Line], Totals, int]:
     """One page of the list and the totals of all of it: ``(lines, totals, page number)``; a page
     past the end is the last one (as ``Paginator.get_page``). The list is the kept one
-    (``kept_lines``): its query runs once per version of the books, not once per page."""
-    found = kept_lines(filters, order=order)
-    last = max(1, -(-len(found) // size))
+    (``_kept``): its query runs once per version of the books, not once per page."""
+    kept = _kept(filters, order)
+    count, parcels, *amounts = kept["totals"]
+    totals = Totals(count, parcels, *(Decimal(amount) for amount in amounts))
+    last = max(1, -(-count // size))
     number = min(max(1, number), last)
-    return found[(number - 1) * size:number * size], totals_of(found), number
+    return [_line(_stored_row(row)) for row in kept["rows"][(number - 1) * size:number * size]], totals, number

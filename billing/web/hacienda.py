@@ -475,7 +475,7 @@ def certificate_pdf(request: HttpRequest, pk: int) -> HttpResponse:
 @reads_replica
 @role_required(*DASHBOARD_READERS)
 def dashboard(request: HttpRequest) -> HttpResponse:
-    data = charts.dashboard(as_of=timezone.localdate())
+    data = charts.dashboard_kept(as_of=timezone.localdate())
     return render(request, "billing/hacienda/dashboard.html", {
         "data": data, "chart": charts.bar_chart(data.rows), "chart_desc": charts.chart_description(data.rows),
     })

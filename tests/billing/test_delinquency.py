@@ -279,6 +279,24 @@ def test_the_delinquent_page_pages_the_kept_list_until_a_payment(seed_rows, dist
     assert paid_totals.count == 4 and paid_totals.balance < totals.balance
 
 
+def test_the_dashboard_is_kept_until_a_payment(seed_rows, district_1, staff, django_assert_max_num_queries):
+    """Issue 20: the collection dashboard is computed once per version of the books (two queries
+    when kept: the version and the cache's row) and a payment gives new figures."""
+    from billing import charts
+
+    as_of = date(2026, 9, 2)
+    first = charts.dashboard_kept(as_of=as_of)
+    assert first == charts.dashboard(as_of=as_of) and first.totals.delinquent > 0
+    with django_assert_max_num_queries(2):
+        assert charts.dashboard_kept(as_of=as_of) == first
+    with on_day(as_of):
+        counter.payment_record(acting_user=staff["collector"], parcel=Parcel.objects.get(parcel_id="P1"),
+                               amount=Decimal("9300.00"), paid_on=as_of)
+    after = charts.dashboard_kept(as_of=as_of)
+    assert after == charts.dashboard(as_of=as_of)  # principal collected, and the ¶12 surcharge apart
+    assert after.totals.collected + after.totals.surcharges == first.totals.collected + first.totals.surcharges + Decimal("9300.00")
+
+
 def test_the_kept_delinquent_list_is_shared_with_another_process(seed_rows, district_1, staff):
     """Kept in the shared cache, not in a process: a second process (another worker or app server
     on the same database) is served the list this one computed, in the same four queries."""
