@@ -289,6 +289,27 @@ def _append(cursor: Any, record: Record) -> None:
                              heads=heads)
 
 
+def _append_many(cursor: Any, found: Sequence[Record]) -> None:
+    """``_append`` of records that are not day closes, a series at a time: its lock and head read
+    once, the links hashed in order and inserted in one statement (issue 20: a finalize chains
+    16,624 zero notices; one at a time that was three queries each, most of a minute)."""
+    from levy.models import ChainLink
+
+    rows = []
+    for series in dict.fromkeys(record.series for record in found):
+        _lock_series(cursor, series)
+        head = ChainLink.objects.filter(series=series).order_by("-position").values_list("position", "hash").first()
+        position, previous = head if head else (0, GENESIS)
+        for record in (record for record in found if record.series == series):
+            position += 1
+            content = full_content(record, {})
+            link_ = link_hash(previous, content)
+            rows.append(ChainLink(series=series, position=position, kind=record.kind, record_id=record.id, previous_hash=previous,
+                                  content_hash=content_hash(content), hash=link_, heads={}))
+            previous = link_
+    ChainLink.objects.bulk_create(rows, batch_size=2000)
+
+
 @transaction.atomic
 def link(kind: str, ids: int | Iterable[int]) -> None:
     """Append the issued record(s) ``ids`` of ``kind`` to their chains, in number order (then id
@@ -302,8 +323,11 @@ def link(kind: str, ids: int | Iterable[int]) -> None:
         return
     with connection.cursor() as cursor:
         found = sorted(records(cursor, kind, wanted), key=lambda r: (r.series, r.number or 0, r.id))
-        for record in found:
-            _append(cursor, record)
+        if kind == DAY_CLOSE:  # each records the heads of every series as they are when it is linked
+            for record in found:
+                _append(cursor, record)
+        else:
+            _append_many(cursor, found)
     if found:
         record_chained.send(sender=link, kind=kind, ids=[record.id for record in found])
 
