@@ -7,7 +7,7 @@
 2. It plans the parts (``batch_plan``: the paper bills in the mailing list's order, ZIP then
    address, cut into parts of ``PART_PAGES``; then the e-mailed bills, rendered but not merged),
    records how many parts are merged (``BillBatch.parts_planned``) and defers one procrastinate
-   task per part (``billing.tasks.bill_batch_part``): any number of workers, on any machine.
+   task per part (``bill_batch_part``): any number of workers, on any machine.
 3. A part (``part_run``) renders the PDFs its bills lack from their frozen snapshots
    (``bills.bill_documents_render``) and merges its paper bills into one file
    (``BillBatchPart``). The last part to finish (``batch_finish_if_done``, under the batch's
@@ -40,8 +40,10 @@ from django.db import IntegrityError, transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 from django.utils.translation import gettext as _
+from procrastinate import RetryStrategy
+from procrastinate.contrib.django import app
 
-from parcels.jobs import JobProgress, job_task
+from parcels.jobs import MAX_ATTEMPTS, TRANSIENT, JobProgress, job_task
 from parcels.models import Job
 
 from . import anchors, mailing, pdf
@@ -285,7 +287,7 @@ def bill_batch_run(*, batch: BillBatch, progress: JobProgress | None = None, pro
 @job_task("bill_batch")
 def bill_batch_job(job: Job, progress: JobProgress) -> dict:
     """Number the batch (one short transaction) and defer one task per part
-    (``billing.tasks.bill_batch_part``), for any worker on any machine to take; the last part
+    (``bill_batch_part``), for any worker on any machine to take; the last part
     finishes the batch. With ``processes`` in the payload the parts are made here instead, in
     that many local processes (``bill_batch_run``)."""
     batch = BillBatch.objects.select_related("fiscal_year").get(pk=job.payload["batch_id"])
@@ -293,8 +295,6 @@ def bill_batch_job(job: Job, progress: JobProgress) -> dict:
     if job.payload.get("processes"):  # one machine's cores, as asked (``billing bulk-bills --processes``)
         return bill_batch_run(batch=batch, progress=progress, processes=job.payload["processes"], lang=lang)
     issued, plan = batch_number(batch=batch)
-    from .tasks import bill_batch_part
-
     task = bill_batch_part.configure(queue=job.payload["queue"]) if job.payload.get("queue") else bill_batch_part
     for part in plan:
         task.defer(batch_id=batch.pk, index=part.index, bill_ids=part.bill_ids, paper=part.paper, lang=lang or "")
@@ -303,3 +303,25 @@ def bill_batch_job(job: Job, progress: JobProgress) -> dict:
     if not plan:
         batch_finish_if_done(batch=batch)
     return {"batch": batch.pk, "bills": total, "issued": issued, "parts_deferred": len(plan)}
+
+
+@app.task(name="billing.bill_batch_part", retry=RetryStrategy(max_attempts=MAX_ATTEMPTS - 1, retry_exceptions=set(TRANSIENT)))
+def bill_batch_part(batch_id: int, index: int, bill_ids: list[int], paper: bool, lang: str = "") -> int:
+    """Issue 20: one part of a bulk-printing batch, rendered in this worker (parallelism comes from
+    the number of workers): the PDFs its bills lack, then its merged file; the last part to
+    finish ends the batch (``batch_finish_if_done``). Run again after a crash (a stalled
+    worker's task is retried, ``parcels.jobs.retry_stalled_jobs``) it renders the same bills and
+    skips what is stored. A part that fails with an error that is not retried (a lost connection
+    is) fails the batch's job record, so the batch page offers to resume it
+    (``bills.bill_batch_resume`` plans and defers every part again).
+    Returns the PDFs rendered."""
+    batch = BillBatch.objects.select_related("fiscal_year").get(pk=batch_id)
+    try:
+        rendered = part_run(batch=batch, part=PartPlan(index, list(bill_ids), paper), lang=lang or None)
+        batch_finish_if_done(batch=batch)
+    except Exception as exc:
+        if not isinstance(exc, TRANSIENT) and batch.job_id is not None:
+            Job.objects.filter(pk=batch.job_id).update(status=Job.Status.FAILED, finished_at=timezone.now(),
+                                                       error=_("Parte %(n)s: %(e)s") % {"n": index + 1, "e": exc})
+        raise
+    return rendered

@@ -5,8 +5,8 @@ module when Django starts: it autodiscovers the ``tasks`` module of every instal
   checks the books (and compares them with the newest signed anchor, ``billing.anchors``), records the run (``BooksCheck``, shown on ``/auditoria/libros/``) and, when
   something differs, e-mails ``ADMINS`` what differed and the control totals.
 - ``backup_nightly`` runs ``manage.py backup`` at ``BACKUP_CRON``, and only when it is set.
-- ``bill_batch_part`` (issue 20) renders and merges one part of a bulk-printing batch
-  (``billing.bulk.part_run``); the job ``bill_batch`` defers one per part, for any worker to take.
+- ``billing.bill_batch_part`` (issue 20, defined in ``billing.bulk`` beside the job that defers it,
+  registered by the import below) renders and merges one part of a bulk-printing batch.
 - ``reminders_daily`` sends the landowners' e-mail reminders of the day (issue 19,
   ``billing.services.reminders.reminders_send``) at ``REMINDERS_CRON`` (default 08:00 in Puerto Rico).
 
@@ -27,15 +27,14 @@ from django.utils import timezone, translation
 from django.utils.formats import date_format
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
-from procrastinate import RetryStrategy
 from procrastinate.contrib.django import app
 from procrastinate.tasks import Task
 
-from parcels.jobs import MAX_ATTEMPTS, TRANSIENT
-from parcels.models import Job
-
-from . import anchors, bulk
-from .models import BillBatch, BooksCheck
+from . import (
+    anchors,
+    bulk,  # noqa: F401  (registers the task billing.bill_batch_part)
+)
+from .models import BooksCheck
 from .services import books_checks, reminders
 
 
@@ -79,28 +78,6 @@ def books_check_alert(check: BooksCheck) -> None:
             _("Un hallazgo nunca se corrige editando la base de datos: informe a los desarrolladores con este mensaje."),
         ]
         mail_admins(subject, "\n".join(lines))
-
-
-@app.task(name="billing.bill_batch_part", retry=RetryStrategy(max_attempts=MAX_ATTEMPTS - 1, retry_exceptions=set(TRANSIENT)))
-def bill_batch_part(batch_id: int, index: int, bill_ids: list[int], paper: bool, lang: str = "") -> int:
-    """Issue 20: one part of a bulk-printing batch, rendered in this worker (parallelism comes from
-    the number of workers): the PDFs its bills lack, then its merged file; the last part to
-    finish ends the batch (``bulk.batch_finish_if_done``). Run again after a crash (a stalled
-    worker's task is retried, ``parcels.jobs.retry_stalled_jobs``) it renders the same bills and
-    skips what is stored. A part that fails with an error that is not retried (a lost connection
-    is) fails the batch's job record, so the batch page offers to resume it
-    (``bills.bill_batch_resume`` plans and defers every part again).
-    Returns the PDFs rendered."""
-    batch = BillBatch.objects.select_related("fiscal_year").get(pk=batch_id)
-    try:
-        rendered = bulk.part_run(batch=batch, part=bulk.PartPlan(index, list(bill_ids), paper), lang=lang or None)
-        bulk.batch_finish_if_done(batch=batch)
-    except Exception as exc:
-        if not isinstance(exc, TRANSIENT) and batch.job_id is not None:
-            Job.objects.filter(pk=batch.job_id).update(status=Job.Status.FAILED, finished_at=timezone.now(),
-                                                       error=_("Parte %(n)s: %(e)s") % {"n": index + 1, "e": exc})
-        raise
-    return rendered
 
 
 @app.task(name="billing.backup", queueing_lock="billing.backup")

@@ -291,7 +291,7 @@ def _pdf_response(data: bytes, filename: str) -> HttpResponse:
 # ---------------------------------------------------------------------------------------------
 
 
-def _sorted(items: list[accounts.DelinquentCharge], order: str) -> list[accounts.DelinquentCharge]:
+def _sorted(items: list[delinquency.DelinquentCharge], order: str) -> list[delinquency.DelinquentCharge]:
     """The service lists oldest first; the page may sort by days late or balance (either way)."""
     if order.lstrip("-") == "days_late":
         return sorted(items, key=lambda item: (item.days_late, item.parcel.parcel_id), reverse=order.startswith("-"))
@@ -308,7 +308,7 @@ def _page_number(value: str | None) -> int:
         return 1
 
 
-def _delinquent_csv(items: list[accounts.DelinquentCharge], as_of: date) -> HttpResponse:
+def _delinquent_csv(items: list[delinquency.DelinquentCharge], as_of: date) -> HttpResponse:
     """The same columns as ``manage.py billing delinquent``; text cells through ``safe_cell``."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
@@ -336,7 +336,7 @@ def delinquent(request: HttpRequest) -> HttpResponse:
     data: dict[str, Any] = form.cleaned_data if valid else {}
     as_of = data.get("as_of") or today
     if valid and request.GET.get("format") == "csv":
-        items = accounts.delinquent_charges(
+        items = delinquency.delinquent_charges(
             as_of=as_of, fiscal_year=data.get("fiscal_year") or "", number=data.get("semester"),
             min_balance=data.get("min_balance"), min_days_late=data.get("min_days_late") or 0,
         )
@@ -358,7 +358,7 @@ def delinquent(request: HttpRequest) -> HttpResponse:
         lines, totals, number = delinquency.page(filters, order=data.get("o") or "", number=number, size=PAGE_SIZE)
     parcels = Parcel.objects.select_related("owner").in_bulk({line.parcel_pk for line in lines})
     charges = Charge.objects.select_related("fiscal_year").in_bulk({line.charge_id for line in lines})
-    items = [accounts.DelinquentCharge(parcel=parcels[line.parcel_pk], charge=charges[line.charge_id], state=line.state,
+    items = [delinquency.DelinquentCharge(parcel=parcels[line.parcel_pk], charge=charges[line.charge_id], state=line.state,
                                        days_late=line.days_late) for line in lines]
     page = Page(items, number, Paginator(range(totals.count), PAGE_SIZE))
     csv_query = request.GET.copy()

@@ -1,5 +1,5 @@
 """Issue 20: the delinquent list computed in SQL (``billing.delinquency``) is the rules' list
-(``accounts.delinquent_charges_replayed``: every candidate account replayed through
+(``delinquency.delinquent_charges_replayed``: every candidate account replayed through
 ``rules.ledger_state``), line by line: parcel, charge, last day, principal, surcharge and its
 basis period by period (¶12), paid, balance, days late.
 
@@ -40,13 +40,13 @@ from tests.billing.test_ledger_sequences import (
 from tests.clock import on_day
 
 
-def line(item: accounts.DelinquentCharge) -> tuple:
+def line(item: delinquency.DelinquentCharge) -> tuple:
     return (item.parcel.parcel_id, item.charge.pk, item.state, item.days_late)
 
 
-def assert_sql_is_the_rules(as_of: date, **filters) -> list[accounts.DelinquentCharge]:
-    replayed = accounts.delinquent_charges_replayed(as_of=as_of, **filters)
-    found = accounts._delinquent_charges_sql(as_of=as_of, **{"fiscal_year": "", "number": None, "min_balance": None,
+def assert_sql_is_the_rules(as_of: date, **filters) -> list[delinquency.DelinquentCharge]:
+    replayed = delinquency.delinquent_charges_replayed(as_of=as_of, **filters)
+    found = delinquency._delinquent_charges_sql(as_of=as_of, **{"fiscal_year": "", "number": None, "min_balance": None,
                                                               "min_days_late": 0, **filters})
     assert [line(item) for item in found] == [line(item) for item in replayed], f"as of {as_of} {filters}"
     return replayed
@@ -74,7 +74,7 @@ def assert_dashboard_is_the_rules(as_of: date, parcels) -> None:
     assert found == expected, f"dashboard as of {as_of}"
 
 
-def assert_pages_are_the_rules(as_of: date, replayed: list[accounts.DelinquentCharge]) -> None:
+def assert_pages_are_the_rules(as_of: date, replayed: list[delinquency.DelinquentCharge]) -> None:
     """The page's sort orders and paging in SQL are the Python sort of the rules' list (stable)."""
     for order in ("", "days_late", "-days_late", "balance", "-balance"):
         expected = [(item.charge.pk, item.state.balance) for item in _sorted(replayed, order)]

@@ -15,7 +15,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 from django.utils import timezone
 
-from billing import accounts
+from billing import accounts, delinquency
 from billing.models import Charge, DebtCertificate, OfficeClosure, SeizureStep, WaterDelivery
 from billing.services import collection, counter
 from parcels import review
@@ -276,7 +276,7 @@ def test_dashboard_agrees_with_the_account_replay(client, staff, district_1, clo
     data = client.get(reverse("collections:dashboard")).context["data"]
     first = next(row for row in data.rows if row.number == 1)
     second = next(row for row in data.rows if row.number == 2)
-    late = accounts.delinquent_charges(as_of=date(2026, 9, 20))
+    late = delinquency.delinquent_charges(as_of=date(2026, 9, 20))
     assert first.delinquent == sum((item.state.principal - item.state.principal_paid for item in late), Decimal("0"))
     assert first.delinquent == HALF["P1"] + HALF["P2"] + HALF["P4"] - Decimal("1000.00")
     p5_surcharge = Decimal("11.25")  # ½% of $2,249.10, one period begun on 2026-09-01
