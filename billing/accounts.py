@@ -7,12 +7,14 @@ Nothing here writes (the delinquent list's cache aside)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import hashlib
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import date, datetime, time, timedelta
 from decimal import Decimal
 from typing import Any
 
+from django.core.cache import cache
 from django.db import connections
 from django.db.models import Sum
 from django.utils import timezone
@@ -805,3 +807,22 @@ def books_version(*, using: str = "default") -> tuple:
     with connections[using].cursor() as cursor:
         cursor.execute(_BOOKS_VERSION_SQL)
         return tuple(cursor.fetchone())
+
+
+KEPT_SECONDS = 60 * 60
+
+
+def kept_under_books_version(name: str, marker: tuple, compute: Callable[[], Any], *, using: str = "default") -> Any:
+    """``compute()``, or what it gave moments ago for the same ``marker`` on the same books: kept
+    in the shared cache for an hour under ``books_version`` (a payment, void, charge, correction,
+    closure, legal row or registry change gives a new key). Inside a transaction, whose view may
+    still roll back, nothing is read or kept."""
+    if connections[using].in_atomic_block:
+        return compute()
+    whole = (connections[using].settings_dict["NAME"], books_version(using=using), *marker)
+    key = f"billing:{name}:" + hashlib.sha256(repr(whole).encode()).hexdigest()
+    found = cache.get(key)
+    if found is None:
+        found = compute()
+        cache.set(key, found, timeout=KEPT_SECONDS)
+    return found

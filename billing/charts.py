@@ -36,13 +36,11 @@ Amounts stay ``Decimal`` dollars; only pixel coordinates are floats.
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field
 from datetime import date
 from decimal import Decimal
 
-from django.core.cache import cache
-from django.db import connection, connections, router
+from django.db import connection, router
 from django.db.models import Case, DecimalField, F, IntegerField, Sum, Value, When
 from django.db.models.functions import ExtractMonth, ExtractYear
 from django.utils.translation import gettext as _
@@ -197,23 +195,11 @@ def _surcharges_by_semester(as_of: date) -> dict[tuple[str, int], Decimal]:
     return {(fiscal_year_label(row["start_year"]), row["half"]): row["total"] or ZERO for row in rows}
 
 
-_KEPT_SECONDS = 60 * 60
-
-
 def dashboard_kept(*, as_of: date) -> Dashboard:
     """``dashboard(as_of=…)``, or the same figures computed from exactly the same books moments
-    ago: kept in the shared cache under the books' version (``accounts.books_version``), so a
-    payment, void, charge or correction gives a new one. Inside a transaction nothing is kept."""
-    alias = router.db_for_read(Charge)
-    if connections[alias].in_atomic_block:
-        return dashboard(as_of=as_of)
-    marker = (1, connections[alias].settings_dict["NAME"], as_of, accounts.books_version(using=alias))
-    key = "billing:dashboard:" + hashlib.sha256(repr(marker).encode()).hexdigest()
-    found = cache.get(key)
-    if found is None:
-        found = dashboard(as_of=as_of)
-        cache.set(key, found, timeout=_KEPT_SECONDS)
-    return found
+    ago (``accounts.kept_under_books_version``)."""
+    return accounts.kept_under_books_version("dashboard", (1, as_of), lambda: dashboard(as_of=as_of),
+                                             using=router.db_for_read(Charge))
 
 
 def dashboard(*, as_of: date) -> Dashboard:

@@ -282,19 +282,10 @@ def lines(filters: Filters, *, order: str = "", basis: bool = True) -> list[Line
     return [_line(row) for row in _fetch(alias, sql, params)]
 
 
-# The page keeps each list it computed (every line of its filters, in its order) in the shared
-# cache under the books' version (``accounts.books_version``: a payment, void, charge, correction,
-# closure, legal row or registry change gives a new key), so paging and coming back cost one small
-# query and the cache read; only the first view after a change of the books runs the list's query.
-_KEPT_SECONDS = 60 * 60
-_KEPT_VERSION = 2  # of the kept lines' shape: bump it when ``Line`` or ``rules.ChargeState`` changes
-
-
-def _kept_key(alias: str, filters: Filters, order: str) -> str:
-    parcels = str(filters.parcels.values("pk").query) if filters.parcels is not None else None
-    marker = (_KEPT_VERSION, connections[alias].settings_dict["NAME"], filters.as_of, filters.fiscal_year, filters.number,
-              filters.min_balance, filters.min_days_late, parcels, ORDERS.get(order, ORDERS[""]), accounts.books_version(using=alias))
-    return "billing:delinquent-page:" + hashlib.sha256(repr(marker).encode()).hexdigest()
+# The page keeps each list it computed (every line of its filters, in its order) under the books'
+# version (``accounts.kept_under_books_version``), so paging and coming back cost one small query
+# and the cache read; only the first view after a change of the books runs the list's query.
+_KEPT_VERSION = 2  # of the kept rows' shape: bump it when ``COLUMNS`` or the JSON form changes
 
 
 _DATES = {COLUMNS.index(name) for name in ("due_date", "last_day")}
@@ -322,10 +313,7 @@ def _stored_row(row: list) -> tuple:
 def _kept(filters: Filters, order: str) -> dict:
     """Every row of the list in ``order`` with the totals, kept as JSON text in the shared cache:
     a page then decodes only its own rows (unpickling 7,542 computed lines took 0.3 s)."""
-    alias = router.db_for_read(Charge)
-    key = None if connections[alias].in_atomic_block else _kept_key(alias, filters, order)  # may still roll back
-    text = cache.get(key) if key else None
-    if text is None:
+    def compute() -> str:
         alias, sql, params = _query(filters, ALL_SQL, order)
         rows = _fetch(alias, sql, params)
         found = [_line(row) for row in rows]
@@ -334,11 +322,13 @@ def _kept(filters: Filters, order: str) -> dict:
                         surcharge=sum((line.state.surcharge for line in found), ZERO),
                         paid=sum((line.state.principal_paid + line.state.surcharge_paid for line in found), ZERO),
                         balance=sum((line.state.balance for line in found), ZERO))
-        text = json.dumps({"totals": [totals.count, totals.parcels, totals.principal, totals.surcharge, totals.paid,
+        return json.dumps({"totals": [totals.count, totals.parcels, totals.principal, totals.surcharge, totals.paid,
                                       totals.balance], "rows": rows}, default=str)
-        if key:
-            cache.set(key, text, timeout=_KEPT_SECONDS)
-    return json.loads(text)
+
+    parcels = str(filters.parcels.values("pk").query) if filters.parcels is not None else None
+    marker = (_KEPT_VERSION, filters.as_of, filters.fiscal_year, filters.number, filters.min_balance, filters.min_days_late,
+              parcels, ORDERS.get(order, ORDERS[""]))
+    return json.loads(accounts.kept_under_books_version("delinquent-page", marker, compute, using=router.db_for_read(Charge)))
 
 
 def page(filters: Filters, *, order: str = "", number: int = 1, size: int = 50) -> tuple[list[Line], Totals, int]:
@@ -398,10 +388,13 @@ def delinquent_charges(*, as_of: date, fiscal_year: str = "", number: int | None
 
 def _delinquent_charges_sql(*, as_of: date, fiscal_year: str, number: int | None, min_balance: Decimal | None,
                             min_days_late: int) -> list[DelinquentCharge]:
-    """¶12: the list computed set-based in SQL (``billing.delinquency``), with each line's parcel
-    (and owner) and charge (and fiscal year) read in two more queries."""
-    found = lines(Filters(as_of=as_of, fiscal_year=fiscal_year, number=number, min_balance=min_balance,
-                          min_days_late=min_days_late))
+    """¶12: the list computed set-based in SQL (``lines``), with its records (``with_records``)."""
+    return with_records(lines(Filters(as_of=as_of, fiscal_year=fiscal_year, number=number, min_balance=min_balance,
+                                      min_days_late=min_days_late)))
+
+
+def with_records(found: list[Line]) -> list[DelinquentCharge]:
+    """The lines with their parcels (and owners) and charges (and fiscal years), in two queries."""
     parcels = Parcel.objects.select_related("owner").in_bulk({line.parcel_pk for line in found})
     charges = Charge.objects.select_related("fiscal_year").in_bulk({line.charge_id for line in found})
     return [DelinquentCharge(parcel=parcels[line.parcel_pk], charge=charges[line.charge_id], state=line.state,

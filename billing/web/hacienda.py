@@ -43,7 +43,6 @@ from ..errors import BillingError
 from ..models import (
     BillBatch,
     BillBatchPart,
-    Charge,
     DebtCertificate,
     Office,
     OfficeClosure,
@@ -356,11 +355,7 @@ def delinquent(request: HttpRequest) -> HttpResponse:
             parcels=search.parcels_matching(Parcel.objects.all(), data["q"]) if data.get("q") else None,
         )
         lines, totals, number = delinquency.page(filters, order=data.get("o") or "", number=number, size=PAGE_SIZE)
-    parcels = Parcel.objects.select_related("owner").in_bulk({line.parcel_pk for line in lines})
-    charges = Charge.objects.select_related("fiscal_year").in_bulk({line.charge_id for line in lines})
-    items = [delinquency.DelinquentCharge(parcel=parcels[line.parcel_pk], charge=charges[line.charge_id], state=line.state,
-                                       days_late=line.days_late) for line in lines]
-    page = Page(items, number, Paginator(range(totals.count), PAGE_SIZE))
+    page = Page(delinquency.with_records(lines), number, Paginator(range(totals.count), PAGE_SIZE))
     csv_query = request.GET.copy()
     csv_query.pop("page", None)
     csv_query["format"] = "csv"
