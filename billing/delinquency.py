@@ -24,15 +24,13 @@ do. ``tests/billing/test_delinquent_sql.py`` holds this equal to the rules on ra
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from decimal import Decimal
 
-from django.core.cache import cache
-from django.db import connection, connections, router, transaction
+from django.db import connections, router, transaction
 from django.db.models import F, QuerySet, Sum
 
 from levy.models import LegalParameterSet
@@ -354,36 +352,21 @@ class DelinquentCharge:
     days_late: int
 
 
-# The delinquent list replays every late account (about 0.1 s per 1,000 on 2 cores); Hacienda
-# opens it again and again while nothing changes. Each list is kept in the shared cache (one for
-# every worker and app server, settings.CACHES) for an hour, keyed by everything it is computed
-# from: the filters, and the newest row of every table that can change a result (the ledger and
-# charges are append-only, so a payment, void, refund, charge or correction always adds a row;
-# closures and legal parameters, which move last days and rates, are small and hashed whole; the
-# registry's history covers names and areas). What is kept is each line's pure ¶12 state with the
-# ids of its parcel and charge, read again in two queries: never model instances, which would
-# outlive a change of the models' fields.
-_DELINQUENT_KEPT_SECONDS = 60 * 60
-_DELINQUENT_KEY_VERSION = 1  # of the kept tuples' shape: bump it when DelinquentCharge or ChargeState changes
+# Hacienda opens the list again and again while nothing changes: each list is kept under the
+# books' version (``accounts.kept_under_books_version``: one cache for every worker and app
+# server), as its lines (each one's pure ¶12 state with the ids of its parcel and charge), whose
+# records are read again in two queries: never model instances, which would outlive a change of
+# the models' fields.
+_DELINQUENT_KEY_VERSION = 2  # of the kept lines' shape: bump it when ``Line`` or ``rules.ChargeState`` changes
+
+
 def delinquent_charges(*, as_of: date, fiscal_year: str = "", number: int | None = None, min_balance: Decimal | None = None,
                        min_days_late: int = 0) -> list[DelinquentCharge]:
     """Charges past their last day to pay with a balance as of ``as_of`` (¶12), oldest first
     (a fresh list, or the same list computed from exactly the same data moments ago)."""
-    marker = (_DELINQUENT_KEY_VERSION, connection.settings_dict["NAME"], as_of, fiscal_year, number, min_balance,
-              min_days_late, accounts.books_version())
-    key = "billing:delinquent:" + hashlib.sha256(repr(marker).encode()).hexdigest()
-    kept = cache.get(key)
-    if kept is not None:
-        parcels = Parcel.objects.select_related("owner").in_bulk({parcel_id for parcel_id, *_ in kept})
-        charges = Charge.objects.select_related("fiscal_year").in_bulk({charge_id for _, charge_id, *_ in kept})
-        return [DelinquentCharge(parcel=parcels[parcel_id], charge=charges[charge_id], state=state, days_late=days_late)
-                for parcel_id, charge_id, state, days_late in kept]
-    found = _delinquent_charges_sql(as_of=as_of, fiscal_year=fiscal_year, number=number, min_balance=min_balance,
-                                    min_days_late=min_days_late)
-    if not connection.in_atomic_block:  # never keep what an open transaction may still roll back
-        cache.set(key, [(item.parcel.pk, item.charge.pk, item.state, item.days_late) for item in found],
-                  timeout=_DELINQUENT_KEPT_SECONDS)
-    return found
+    filters = Filters(as_of=as_of, fiscal_year=fiscal_year, number=number, min_balance=min_balance, min_days_late=min_days_late)
+    marker = (_DELINQUENT_KEY_VERSION, as_of, fiscal_year, number, min_balance, min_days_late)
+    return with_records(accounts.kept_under_books_version("delinquent", marker, lambda: lines(filters)))
 
 
 def _delinquent_charges_sql(*, as_of: date, fiscal_year: str, number: int | None, min_balance: Decimal | None,
