@@ -262,7 +262,10 @@ def bill_html(*, number: str, snapshot: dict[str, Any], issued_on: date, code: s
             "transfer": bill.transfer or {},
             **_bill_links(parcel_id=bill.parcel_id, owner_key=bill.owner_key, url=url, code=code),
         }
-        return pdf.html_for("billing/pdf/bill.html", context, title=title, lang=key)
+        # Written dense: since a bill gained its mailing block, office, breakdown and footnotes
+        # every bill needs the dense setting to stay on one page (30 of 30 sampled at 100,000
+        # parcels), and trying the roomier one first was a second layout per bill (issue 20).
+        return pdf.html_for("billing/pdf/bill.html", context, title=title, lang=key, density="dense")
 
 
 def _owed_row(line: BillOwedLine, rate: Decimal) -> dict[str, Any]:

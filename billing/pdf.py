@@ -210,35 +210,40 @@ def with_density(html: str, density: str) -> str:
     return _BODY_CLASS.sub(f'<body class="{density}">', html, count=1)
 
 
-_BODY_START = re.compile(r'<body class="[^"]*">\s*<(\w+)(?: class="([^"]*)")?')
+_BODY_START = re.compile(r'<body class="([^"]*)">\s*<(\w+)(?: class="([^"]*)")?')
 _fitting_start: dict[str, int] = {}  # a document's shape -> the index in DENSITIES its last one of that shape needed
 
 
-def _shape(html: str) -> str:
+def _shape(html: str) -> tuple[str, int]:
     """What documents of one kind share (the first element of the body: a bill's envelope, a
-    receipt's header; and how many tables: a zero notice has two fewer than a bill); only a guess
-    of where to start the density search, never its result."""
+    receipt's header; and how many tables: a zero notice has two fewer than a bill), only a guess
+    of where to start the density search, never its result; and the density the document was
+    written at (``<body class>``), the roomiest it may be set at."""
     match = _BODY_START.search(html)
-    return f"{match[1]}.{match[2]}.{html.count('<table')}" if match else ""
+    if not match:
+        return "", 0
+    written = DENSITIES.index(match[1]) if match[1] in DENSITIES else 0
+    return f"{match[2]}.{match[3]}.{html.count('<table')}", written
 
 
 def html_to_fitting_pdf(html: str, *, pages: int = 1, setup: RenderSetup | None = None) -> bytes:
-    """Render ``html`` at the roomiest density that fits in ``pages`` pages. A document that
-    does not fit even when dense comes out longer rather than not at all (a payment is never
-    refused, nor a semester's bulk printing stopped, because one document is long). With
-    ``setup`` given it needs neither the database nor the settings: the bulk printing job runs it
-    in worker processes.
+    """Render ``html`` at the roomiest density that fits in ``pages`` pages, never roomier than
+    the density it was written at (its ``<body class>``: a bill is written dense, see
+    ``documents.bill_html``). A document that does not fit even when dense comes out longer
+    rather than not at all (a payment is never refused, nor a semester's bulk printing stopped,
+    because one document is long). With ``setup`` given it needs neither the database nor the
+    settings: the bulk printing job runs it in worker processes.
 
     A denser setting is never longer, so the search starts at the density the last document of
     the same shape needed (``_shape``): when it fits there, only the next roomier density is tried
     (and the roomier ones after it while they fit); when it does not, the denser ones. The result
-    is the one trying every density from the roomiest would give, whatever came before, but a
-    bill (dense since it gained its breakdown, office and footnotes) is laid out twice instead of
-    three times, a roomy receipt once. Layouts that do not fit are thrown away: only the chosen
-    one is written."""
-    shape = _shape(html)
+    is the one trying every density from the roomiest allowed would give, whatever came before
+    (the same bytes whoever renders it, whenever), but a roomy receipt is laid out once and a
+    bill, written dense, once. Layouts that do not fit are thrown away: only the chosen one is
+    written."""
+    shape, roomiest = _shape(html)
     cache: dict = {}  # the QR code decoded once for all the layouts of this document
-    index = _fitting_start.get(shape, 0)
+    index = max(_fitting_start.get(shape, roomiest), roomiest)
     layouts: dict[int, Any] = {}
 
     def fits(at: int) -> bool:
@@ -247,7 +252,7 @@ def html_to_fitting_pdf(html: str, *, pages: int = 1, setup: RenderSetup | None 
         return len(layouts[at].pages) <= pages
 
     if fits(index):
-        while index > 0 and fits(index - 1):
+        while index > roomiest and fits(index - 1):
             index -= 1
     else:
         while index < len(DENSITIES) - 1 and not fits(index + 1):

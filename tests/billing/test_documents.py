@@ -311,7 +311,7 @@ def test_a_crowded_second_installment_bill_is_set_tighter_not_refused(district_2
     data = bytes(bill.document.pdf)
     assert page_count(data) == 1
     html = documents.bill_html(number=bill.number, snapshot=bill.snapshot, issued_on=bill.issued_on, code="x")
-    assert len(pdf._layout(html).pages) == 2  # at the roomiest density it would not fit
+    assert len(pdf._layout(pdf.with_density(html, "")).pages) == 2  # at the roomiest density it would not fit
     text = flat(text_of(data))
     assert "Crédito por derechos de agua cedidos: 25.00 %" in text and "Plazo 2 — segundo semestre (enero)" in text
     # The July installment is overdue: the total to pay and its breakdown name it.

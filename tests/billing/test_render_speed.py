@@ -6,7 +6,8 @@ a counter payment must not change what they print.
   (¶12, ¶13), for partial payments, surcharge, overpayment to credit and two payments a day.
 - ``pdf.html_to_fitting_pdf`` starts its density search where the last document of the same
   shape ended: the density it picks must be the roomiest that fits (¶9, ¶12: one page), whatever
-  came before."""
+  came before, and never roomier than the document was written at: a bill is written dense and
+  laid out once."""
 
 from __future__ import annotations
 
@@ -88,17 +89,23 @@ class Written:
         return self.density
 
 
-def test_the_fitting_search_picks_the_roomiest_density_whatever_came_before(district_1, users, monkeypatch):  # noqa: F811
-    """¶12: a bill is one page, at the roomiest density that fits. The search's start (the last
-    document of its shape) changes how many layouts it takes, never the density it picks: a
-    bill after a roomy one, a roomy one after a bill, and each from a cold start."""
+def _bill_html(district_1, users) -> str:  # noqa: F811
     charge = Charge.objects.filter(parcel=district_1["P4"], number=1).get()
     with on_day(date(2026, 7, 2)):
         bill = bills.bill_issue(acting_user=users["hacienda"], charge=charge)
     bill = Bill.objects.get(pk=bill.pk)
-    html = documents.bill_html(number=bill.number, snapshot=bill.snapshot, issued_on=bill.issued_on, code="x")
+    return documents.bill_html(number=bill.number, snapshot=bill.snapshot, issued_on=bill.issued_on, code="x")
+
+
+def test_the_fitting_search_picks_the_roomiest_density_whatever_came_before(district_1, users, monkeypatch):  # noqa: F811
+    """¶12: a document is one page, at the roomiest density that fits. The search's start (the
+    last document of its shape) changes how many layouts it takes, never the density it picks: a
+    long document after a roomy one, a roomy one after a long one, and each from a cold start. (A
+    bill written roomy stands for any document written at the roomiest density, a receipt.)"""
+    html = pdf.with_density(_bill_html(district_1, users), "")
     pages = _pages_at(html)
     roomiest = next(density for density in pdf.DENSITIES if pages[density] == 1)
+    assert roomiest != ""  # the bill needs a denser setting than roomy
     short = html.split("<h2>", 1)[0] + "<table></table>" * html.split("<h2>", 1)[1].count("<table") + "</body></html>"
     assert pdf._shape(short) == pdf._shape(html)  # the same shape (the envelope first, as many tables), one roomy page
     assert _pages_at(short)[""] == 1
@@ -107,12 +114,32 @@ def test_the_fitting_search_picks_the_roomiest_density_whatever_came_before(dist
     for start in (None, 0, 1, 2):
         pdf._fitting_start.clear()
         if start is not None:
-            pdf._fitting_start[pdf._shape(html)] = start
+            pdf._fitting_start[pdf._shape(html)[0]] = start
         assert written(html) == roomiest
-        assert written(short) == ""  # after the bill: back to roomy
+        assert written(short) == ""  # after the long one: back to roomy
         assert written(html) == roomiest  # after the roomy one
-        assert written(html) == roomiest  # after a bill: the density it needed, and the roomier one if it is not the roomiest
-        assert len(written.layouts) == (1 if roomiest == "" else 2)
+        assert written(html) == roomiest  # after a long one: the density it needed, and the roomier one
+        assert len(written.layouts) == 2
+
+
+def test_a_bill_is_written_dense_and_laid_out_once(district_1, users, monkeypatch):  # noqa: F811
+    """Issue 20: every bill needs the dense setting to stay on one page (¶12), so it is written
+    dense and laid out once, whatever came before; a document is never set roomier than it was
+    written, even when a roomier setting would fit."""
+    html = _bill_html(district_1, users)
+    assert pdf._shape(html)[1] == pdf.DENSITIES.index("dense")
+    short = html.split("<h2>", 1)[0] + "</body></html>"
+    assert _pages_at(short)[""] == 1
+    written = Written(monkeypatch)
+    for start in (None, 0, 1, 2):
+        pdf._fitting_start.clear()
+        if start is not None:
+            pdf._fitting_start[pdf._shape(html)[0]] = start
+        assert written(html) == "dense"
+        assert len(written.layouts) == 1
+        assert written(short) == "dense"
+        assert len(written.layouts) == 1
+    assert len(PdfReader(io.BytesIO(written.data)).pages) == 1
 
 
 def test_a_bill_that_fits_nowhere_comes_out_dense_and_longer(district_1, users, monkeypatch):  # noqa: F811
@@ -125,6 +152,6 @@ def test_a_bill_that_fits_nowhere_comes_out_dense_and_longer(district_1, users, 
     for start in (None, 0, 2):
         pdf._fitting_start.clear()
         if start is not None:
-            pdf._fitting_start[pdf._shape(long)] = start
+            pdf._fitting_start[pdf._shape(long)[0]] = start
         assert written(long) == "dense"
         assert len(PdfReader(io.BytesIO(written.data)).pages) >= 2
