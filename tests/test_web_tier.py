@@ -475,8 +475,8 @@ def test_the_delinquent_csv_cut_half_way_is_a_500_not_a_shorter_file(hacienda_cl
         def __iter__(self):
             return failing_after((item for item in list.__iter__(self)), 2)
 
-    real = delinquency.delinquent_charges
-    monkeypatch.setattr(hacienda_views.delinquency, "delinquent_charges", lambda **kwargs: CutList(real(**kwargs)))
+    real = delinquency.kept_lines
+    monkeypatch.setattr(hacienda_views.delinquency, "kept_lines", lambda *args, **kwargs: CutList(real(*args, **kwargs)))
     cut = hacienda_client.get(url)
     assert cut.status_code == 500 and not cut.get("Content-Disposition")
 

@@ -29,7 +29,6 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_POST
 
-from levy.exports import safe_cell
 from levy.models import FiscalYear
 from parcels import review, search
 from parcels.addresses import zip_problem
@@ -274,8 +273,6 @@ CLOSURE_USERS = (HACIENDA,)
 PAGE_SIZE = 50
 RECENT_DELIVERIES = 50
 ZERO = Decimal("0.00")  # dollars
-DELINQUENT_COLUMNS = ("parcel_id", "owner_name", "fiscal_year", "number", "last_day_to_pay", "days_late",
-                      "principal", "surcharge", "paid", "balance")
 
 
 def _pdf_response(data: bytes, filename: str) -> HttpResponse:
@@ -290,15 +287,6 @@ def _pdf_response(data: bytes, filename: str) -> HttpResponse:
 # ---------------------------------------------------------------------------------------------
 
 
-def _sorted(items: list[delinquency.DelinquentCharge], order: str) -> list[delinquency.DelinquentCharge]:
-    """The service lists oldest first; the page may sort by days late or balance (either way)."""
-    if order.lstrip("-") == "days_late":
-        return sorted(items, key=lambda item: (item.days_late, item.parcel.parcel_id), reverse=order.startswith("-"))
-    if order.lstrip("-") == "balance":
-        return sorted(items, key=lambda item: (item.state.balance, item.parcel.parcel_id), reverse=order.startswith("-"))
-    return items
-
-
 def _page_number(value: str | None) -> int:
     """The page asked for; anything but a whole number is the first (as ``Paginator.get_page``)."""
     try:
@@ -307,18 +295,9 @@ def _page_number(value: str | None) -> int:
         return 1
 
 
-def _delinquent_csv(items: list[delinquency.DelinquentCharge], as_of: date) -> HttpResponse:
-    """The same columns as ``manage.py billing delinquent``; text cells through ``safe_cell``."""
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(DELINQUENT_COLUMNS)
-    for item in items:
-        writer.writerow([
-            safe_cell(item.parcel.parcel_id), safe_cell(item.parcel.owner.name), item.charge.fiscal_year.label,
-            item.charge.number or "", item.state.last_day.isoformat(), item.days_late, item.state.principal,
-            item.state.surcharge, item.state.paid, item.state.balance,
-        ])
-    response = HttpResponse(buffer.getvalue(), content_type="text/csv; charset=utf-8")
+def _delinquent_csv(found: list[delinquency.Line], as_of: date) -> HttpResponse:
+    """The same columns as ``manage.py billing delinquent`` (``delinquency.csv_text``)."""
+    response = HttpResponse(delinquency.csv_text(found), content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="morosos-{as_of.isoformat()}.csv"'
     return response
 
@@ -334,26 +313,22 @@ def delinquent(request: HttpRequest) -> HttpResponse:
     valid = form.is_valid()
     data: dict[str, Any] = form.cleaned_data if valid else {}
     as_of = data.get("as_of") or today
-    if valid and request.GET.get("format") == "csv":
-        items = delinquency.delinquent_charges(
-            as_of=as_of, fiscal_year=data.get("fiscal_year") or "", number=data.get("semester"),
-            min_balance=data.get("min_balance"), min_days_late=data.get("min_days_late") or 0,
-        )
-        if data.get("q"):
-            found = set(search.parcels_matching(Parcel.objects.all(), data["q"]).values_list("pk", flat=True))
-            items = [item for item in items if item.parcel.pk in found]
-        return _delinquent_csv(_sorted(items, data.get("o") or ""), as_of)
-    # Issue 20: one page of the list and the totals of all of it, computed in SQL
-    # (``billing.delinquency``): the page costs the same whatever the district's size.
-    lines: list[delinquency.Line] = []
-    totals = delinquency.Totals()
-    number = _page_number(request.GET.get("page"))
+    # Issue 20: the list computed in SQL (``billing.delinquency``): the CSV is all of it, filtered
+    # and sorted as the page is; the page is one page of it and the totals of all of it, and
+    # costs the same whatever the district's size.
+    filters = None
     if valid:
         filters = delinquency.Filters(
             as_of=as_of, fiscal_year=data.get("fiscal_year") or "", number=data.get("semester"),
             min_balance=data.get("min_balance"), min_days_late=data.get("min_days_late") or 0,
             parcels=search.parcels_matching(Parcel.objects.all(), data["q"]) if data.get("q") else None,
         )
+    if filters is not None and request.GET.get("format") == "csv":
+        return _delinquent_csv(delinquency.kept_lines(filters, order=data.get("o") or ""), as_of)
+    lines: list[delinquency.Line] = []
+    totals = delinquency.Totals()
+    number = _page_number(request.GET.get("page"))
+    if filters is not None:
         lines, totals, number = delinquency.page(filters, order=data.get("o") or "", number=number, size=PAGE_SIZE)
     page = Page(delinquency.with_records(lines), number, Paginator(range(totals.count), PAGE_SIZE))
     csv_query = request.GET.copy()

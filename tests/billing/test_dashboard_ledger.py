@@ -17,10 +17,11 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from billing import accounts, charts, delinquency
+from billing import accounts, charts
 from billing.services import collection, corrections, counter
 from levy.models import RollLine
 from parcels.models import Parcel
+from tests.billing import delinquent
 from tests.clock import move_clock_to
 
 D = Decimal
@@ -141,7 +142,7 @@ def test_a_closure_moves_the_last_day_as_the_account_moves_it(monkeypatch, distr
         assert figures(day) == from_the_accounts(day), day
     first = accounts.statement(parcel=Parcel.objects.get(parcel_id="P1"), as_of=date(2026, 9, 3)).lines[0]
     assert first.last_day_to_pay == date(2026, 9, 1)
-    late = delinquency.delinquent_charges(as_of=date(2026, 9, 2))
+    late = delinquent(as_of=date(2026, 9, 2))
     assert sum((item.state.principal - item.state.principal_paid for item in late), D("0")) == unpaid
 
 

@@ -18,6 +18,7 @@ from billing.errors import BillingError
 from billing.models import Charge, DebtCertificate, Office, SeizureCase, WaterDelivery
 from billing.services import collection, counter, water
 from parcels.models import Parcel
+from tests.billing import delinquent
 from tests.billing.conftest import billing_cmd, statement
 from tests.clock import on_day
 
@@ -78,11 +79,11 @@ def test_delinquent_list_and_csv(district_1, staff):
     p1 = Parcel.objects.get(parcel_id="P1")
     with on_day(date(2026, 8, 1)):
         counter.payment_record(acting_user=staff["collector"], parcel=p1, amount=Decimal("9180.00"), paid_on=date(2026, 8, 1))
-    items = delinquency.delinquent_charges(as_of=date(2026, 9, 1))
+    items = delinquent(as_of=date(2026, 9, 1))
     assert sorted(i.parcel.parcel_id for i in items) == ["P2", "P3", "P4", "P5"]
     assert all(i.days_late == 1 and i.charge.number == 1 for i in items)
-    assert delinquency.delinquent_charges(as_of=date(2026, 8, 31)) == []  # the last day to pay is not late
-    big = delinquency.delinquent_charges(as_of=date(2026, 9, 1), min_balance=Decimal("10000"))
+    assert delinquent(as_of=date(2026, 8, 31)) == []  # the last day to pay is not late
+    big = delinquent(as_of=date(2026, 9, 1), min_balance=Decimal("10000"))
     assert [i.parcel.parcel_id for i in big] == ["P2"]
     code, out, _ = billing_cmd("delinquent", "--as-of", "2026-10-15", "--format", "csv")
     assert code == 0
@@ -226,10 +227,10 @@ def test_the_delinquent_list_is_kept_only_while_nothing_it_depends_on_changes(
     served as kept while none of them happened: four queries (the version of the books, the shared
     cache's row, the parcels with their owners, the charges), not a replay of every account."""
     as_of = date(2026, 9, 2)
-    first = delinquency.delinquent_charges(as_of=as_of)
+    first = delinquent(as_of=as_of)
     assert sorted(i.parcel.parcel_id for i in first) == ["P1", "P2", "P3", "P4", "P5"]
     with django_assert_num_queries(4):
-        again = delinquency.delinquent_charges(as_of=as_of)
+        again = delinquent(as_of=as_of)
         assert [(i.parcel.owner.name, i.charge.fiscal_year.label) for i in again] == [
             (i.parcel.owner.name, i.charge.fiscal_year.label) for i in first]
     assert [(i.parcel.pk, i.charge.pk, i.state, i.days_late) for i in again] == [
@@ -238,18 +239,18 @@ def test_the_delinquent_list_is_kept_only_while_nothing_it_depends_on_changes(
     p1 = Parcel.objects.get(parcel_id="P1")
     with on_day(as_of):
         counter.payment_record(acting_user=staff["collector"], parcel=p1, amount=Decimal("9300.00"), paid_on=as_of)
-    after_payment = delinquency.delinquent_charges(as_of=as_of)
+    after_payment = delinquent(as_of=as_of)
     assert sorted(i.parcel.parcel_id for i in after_payment) == ["P2", "P3", "P4", "P5"]
 
     from parcels.services import owner_update
 
     owner_update(acting_user=staff["authority"], owner=p1.owner, name="Carmen Irizarry de Toro")
-    assert {i.parcel.owner.name for i in delinquency.delinquent_charges(as_of=as_of)} == {"Carmen Irizarry de Toro"}
+    assert {i.parcel.owner.name for i in delinquent(as_of=as_of)} == {"Carmen Irizarry de Toro"}
 
     p2 = next(i for i in after_payment if i.parcel.parcel_id == "P2")
     with on_day(date(2026, 9, 1)):  # recorded on 1 September: the list of that day knows it
         collection.office_closure_add(acting_user=staff["hacienda"], day=date(2026, 8, 31), reason="Tormenta")
-    closed = delinquency.delinquent_charges(as_of=date(2026, 9, 1))  # the last day moved to 1 September
+    closed = delinquent(as_of=date(2026, 9, 1))  # the last day moved to 1 September
     assert closed == [] and p2.state.last_day == date(2026, 8, 31)
 
 
@@ -306,14 +307,14 @@ def test_the_kept_delinquent_list_is_shared_with_another_process(seed_rows, dist
     from tests.workers import ROOT, database_url
 
     as_of = date(2026, 9, 2)
-    first = delinquency.delinquent_charges(as_of=as_of)
+    first = delinquent(as_of=as_of)
     code = (
         "import json, datetime\n"
         "from django.db import connection\n"
         "from django.test.utils import CaptureQueriesContext\n"
         "from billing import delinquency\n"
         "with CaptureQueriesContext(connection) as queries:\n"
-        "    found = delinquency.delinquent_charges(as_of=datetime.date(2026, 9, 2))\n"
+        "    found = delinquency.with_records(delinquency.kept_lines(delinquency.Filters(as_of=datetime.date(2026, 9, 2))))\n"
         "print(json.dumps({'queries': len(queries), 'lines': [[i.parcel.parcel_id, i.charge.pk, str(i.state.balance)] for i in found]}))\n"
     )
     env = {**__import__("os").environ, "DATABASE_URL": database_url(), "DJANGO_SETTINGS_MODULE": "lajas_portal.settings_test"}

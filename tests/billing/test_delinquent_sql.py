@@ -24,7 +24,6 @@ from hypothesis import strategies as st
 
 from billing import accounts, charts, delinquency
 from billing.models import Charge, OfficeClosure
-from billing.web.hacienda import _sorted
 from levy.models import Levy
 from levy.services import legal_parameters_add
 from tests.billing.test_ledger_sequences import (
@@ -46,8 +45,7 @@ def line(item: delinquency.DelinquentCharge) -> tuple:
 
 def assert_sql_is_the_rules(as_of: date, **filters) -> list[delinquency.DelinquentCharge]:
     replayed = delinquency.delinquent_charges_replayed(as_of=as_of, **filters)
-    found = delinquency._delinquent_charges_sql(as_of=as_of, **{"fiscal_year": "", "number": None, "min_balance": None,
-                                                              "min_days_late": 0, **filters})
+    found = delinquency.with_records(delinquency.lines(delinquency.Filters(as_of=as_of, **filters)))
     assert [line(item) for item in found] == [line(item) for item in replayed], f"as of {as_of} {filters}"
     return replayed
 
@@ -72,6 +70,16 @@ def assert_dashboard_is_the_rules(as_of: date, parcels) -> None:
              if (row.fiscal_year, row.number) in expected or row.billed or row.collected or row.delinquent}
     # (a semester with surcharges collected and no charge of its own has a row of zeros)
     assert found == expected, f"dashboard as of {as_of}"
+
+
+def _sorted(items: list[delinquency.DelinquentCharge], order: str) -> list[delinquency.DelinquentCharge]:
+    """The page's orders (``delinquency.ORDERS``) in Python: oldest last day first as listed, or
+    by days late or balance either way, ties by cadastre number the same way."""
+    if order.lstrip("-") == "days_late":
+        return sorted(items, key=lambda item: (item.days_late, item.parcel.parcel_id), reverse=order.startswith("-"))
+    if order.lstrip("-") == "balance":
+        return sorted(items, key=lambda item: (item.state.balance, item.parcel.parcel_id), reverse=order.startswith("-"))
+    return items
 
 
 def assert_pages_are_the_rules(as_of: date, replayed: list[delinquency.DelinquentCharge]) -> None:

@@ -15,13 +15,14 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 from django.utils import timezone
 
-from billing import accounts, delinquency
+from billing import accounts
 from billing.models import Charge, DebtCertificate, OfficeClosure, SeizureStep, WaterDelivery
 from billing.services import collection, counter
 from parcels import review
 from parcels.models import Parcel
 from parcels.roles import ROLES
 from parcels.services import owner_update
+from tests.billing import delinquent
 from tests.clock import localdate_on
 
 HALF = {"P1": Decimal("9180.00"), "P2": Decimal("22950.00"), "P3": Decimal("4590.00"), "P4": Decimal("6930.90"),
@@ -161,6 +162,24 @@ def test_delinquent_csv_export_neutralizes_formulas(client, staff, district_1, o
     assert all(row[1].startswith("'") for row in rows[1:])
 
 
+
+@pytest.mark.django_db
+def test_the_delinquent_csv_is_the_page_filtered_and_sorted(client, staff, district_1, clock):
+    """Issue 20: the export is every line the page lists (¶12), in the page's order and with its
+    search, read from the list the page keeps rather than filtered and sorted again in Python."""
+    client.force_login(staff["hacienda"])
+    url = reverse("collections:delinquent")
+    query = {"as_of": "2026-10-15", "o": "-balance"}
+    shown = [item.parcel.parcel_id for item in client.get(url, query).context["page"].object_list]
+    rows = list(csv.reader(io.StringIO(client.get(url, {**query, "format": "csv"}).content.decode())))[1:]
+    assert [row[0] for row in rows] == shown and len(shown) == 5
+    balances = [Decimal(row[-1]) for row in rows]
+    assert balances == sorted(balances, reverse=True) and len(set(balances)) > 1
+    oldest_first = list(csv.reader(io.StringIO(client.get(url, {"as_of": "2026-10-15", "format": "csv"}).content.decode())))[1:]
+    assert sorted(map(tuple, oldest_first)) == sorted(map(tuple, rows)) and oldest_first != rows
+    searched = list(csv.reader(io.StringIO(client.get(url, {**query, "q": "P4", "format": "csv"}).content.decode())))[1:]
+    assert [row[0] for row in searched] == ["P4"]
+
 # --- 2. the seizure procedure (¶14) ---------------------------------------------------------------
 
 
@@ -276,7 +295,7 @@ def test_dashboard_agrees_with_the_account_replay(client, staff, district_1, clo
     data = client.get(reverse("collections:dashboard")).context["data"]
     first = next(row for row in data.rows if row.number == 1)
     second = next(row for row in data.rows if row.number == 2)
-    late = delinquency.delinquent_charges(as_of=date(2026, 9, 20))
+    late = delinquent(as_of=date(2026, 9, 20))
     assert first.delinquent == sum((item.state.principal - item.state.principal_paid for item in late), Decimal("0"))
     assert first.delinquent == HALF["P1"] + HALF["P2"] + HALF["P4"] - Decimal("1000.00")
     p5_surcharge = Decimal("11.25")  # ½% of $2,249.10, one period begun on 2026-09-01

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import time
 from datetime import date
@@ -20,7 +18,6 @@ from billing.services import bank as bank_services
 from billing.services import bills, collection, counter, reminders, reprints, voids
 from billing.services import journal as journal_services
 from billing.services import water as water_services
-from levy.exports import safe_cell
 from parcels import jobs as background
 from parcels.models import Job
 
@@ -179,13 +176,7 @@ class Command(BaseCommand):
         """¶12: every late charge as CSV, computed in SQL (``billing.delinquency``, issue 20)."""
         rows = delinquency.lines(delinquency.Filters(as_of=self.date(options["as_of"]), fiscal_year=options["fiscal_year"],
                                                      number=options["semester"]), basis=False)
-        buffer = io.StringIO()  # one write: 80,000 lines through the output wrapper one by one cost seconds
-        writer = csv.writer(buffer, lineterminator="\n")
-        writer.writerow(["parcel_id", "owner_name", "fiscal_year", "number", "last_day_to_pay", "days_late", "principal", "surcharge", "paid", "balance"])
-        writer.writerows([safe_cell(item.parcel_code), safe_cell(item.owner_name), item.fiscal_year, item.number or "",
-                          item.state.last_day.isoformat(), item.days_late, item.state.principal, item.state.surcharge,
-                          item.state.paid, item.state.balance] for item in rows)
-        self.stdout.write(buffer.getvalue(), ending="")
+        self.stdout.write(delinquency.csv_text(rows), ending="")
 
     def do_water_import(self, options: dict) -> None:
         path = Path(options["file"])
