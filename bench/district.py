@@ -218,8 +218,12 @@ def season(results: list[tuple[str, str]], users: dict) -> None:
     """Every levied parcel but ``LATE_SHARE`` paid its July half on a day of July–August 2026 at
     the office LAJ, written straight to the tables (payment, allocation, ledger entry), like
     ``bench_installments.collection_records``; one payment in 50 was voided in September (the
-    parcel late again). No receipts: the pages and the lists read none of them."""
+    parcel late again). Each payment has its numbered receipt, as every counter payment does
+    (the counter, the statements and the day report link to it), whose snapshot holds what those
+    pages read: the parcel, its owner and the payment; no stored PDF (no page of the load opens
+    one)."""
     from billing import models as billing
+    from parcels.models import Parcel
 
     start = time.perf_counter()
     collector = users["colector"]
@@ -244,6 +248,18 @@ def season(results: list[tuple[str, str]], users: dict) -> None:
         (ledger(parcel_id=payment.parcel_id, entry_date=payment.paid_on, kind=ledger.Kind.PAYMENT, credit=payment.amount,
                 payment=payment, description="Pago", created_by=collector) for payment in payments), batch_size=5000,
     )
+    parcels = {pk: (code, key, name) for pk, code, key, name in
+               Parcel.objects.filter(pk__in=payers).values_list("pk", "parcel_id", "owner__owner_key", "owner__name")}
+    billing.Receipt.objects.bulk_create(
+        (billing.Receipt(office=office, fiscal_year=FISCAL_YEAR, number=number, payment=payment, snapshot={
+            "parcel_id": parcels[payment.parcel_id][0], "owner_key": parcels[payment.parcel_id][1],
+            "owner_name": parcels[payment.parcel_id][2],
+            "office": {"code": office.code, "name": office.name}, "collector": collector.username,
+            "paid_on": payment.paid_on.isoformat(), "amount": str(payment.amount), "method": payment.method,
+        }) for number, payment in enumerate(payments, start=1)), batch_size=5000,
+    )
+    billing.ReceiptSeries.objects.update_or_create(office=office, fiscal_year=FISCAL_YEAR,
+                                                   defaults={"last_number": len(payments)})
     seconds = time.perf_counter() - start
     results.append(("(setup) a season of payments, straight to the tables",
                     f"{len(payments):,} payments of {len(july):,} July halves in {seconds:.1f} s "
