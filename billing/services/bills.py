@@ -5,6 +5,7 @@ Rendering and storing the PDFs is ``billing.documents``."""
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -14,14 +15,15 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import QuerySet
+from django.db.models import Min, QuerySet
 from django.utils import timezone
 from django.utils.translation import get_language
 from django.utils.translation import gettext as _
 
 from levy.models import FiscalYear, Levy, RollLine
+from parcels.bulk import copy_insert
 from parcels.jobs import JobBusy, job_defer
-from parcels.models import Job, Parcel
+from parcels.models import Job, Owner, Parcel
 from parcels.roles import COLLECTOR, HACIENDA, LANDOWNER, SUPERVISOR, has_role
 
 from .. import chain, documents, mailing, pdf, rules
@@ -134,14 +136,10 @@ def office_snapshot(office: Office | None) -> BillOffice | None:
 def installment_dues(levy_id: int) -> dict[int, str]:
     """¶11, ¶12: the due dates (ISO) of a final roll's installments 1 and 2, as issued: July 1 and
     January 1, or the finalization date for a half a late roll made due later. Every line of a
-    roll shares them; a half no line owes is missing."""
-    dues = {}
-    for number in (1, 2):
-        due = (Charge.objects.filter(roll_line__levy_id=levy_id, kind=Charge.Kind.INSTALLMENT, number=number)
-               .values_list("due_date", flat=True).first())
-        if due is not None:
-            dues[number] = due.isoformat()
-    return dues
+    roll shares them (the earliest is read); a half no line owes is missing."""
+    halves = (Charge.objects.filter(roll_line__levy_id=levy_id, kind=Charge.Kind.INSTALLMENT, number__in=(1, 2))
+              .values("number").annotate(due=Min("due_date")).order_by("number"))
+    return {half["number"]: half["due"].isoformat() for half in halves}
 
 
 def bill_snapshot(*, charge: Charge, issued_on: date, facts: AccountFacts | None = None,
@@ -253,43 +251,40 @@ def _bill_store(*, acting_user: Any, charge: Charge, on: date, lang: str | None)
 # --- Zero notices (¶9): a line whose credit covers its levy ---------------------------------------
 
 
-def zero_notice_snapshot(*, line: RollLine, issued_on: date, dues: dict[int, str], office: BillOffice | None = None,
-                         roll_hash: str | None = None) -> dict[str, Any]:
-    """¶9: what a zero notice prints: the roll line's levy imposed and credit, nothing to pay."""
-    parcel = line.parcel
+# The roll line's figures a zero notice prints (¶9), read with its parcel's code and owner.
+ZERO_NOTICE_FIGURES = ("gravity_acres", "pumped_acres", "equivalent_acres", "om_charge", "credit_percent", "credit", "net",
+                       "first_installment", "second_installment")
+
+
+def zero_notice_snapshot(*, line: dict[str, Any], owner: Owner, fiscal_year: str, issued_on: date, dues: dict[int, str],
+                         roll_hash: str, office: BillOffice | None = None) -> dict[str, Any]:
+    """¶9: what a zero notice prints: the roll line's levy imposed and credit, nothing to pay.
+    ``line`` holds the line's ``ZERO_NOTICE_FIGURES`` and its parcel's cadastre number
+    (``parcel__parcel_id``); ``owner`` is the parcel's owner."""
     return {
         "nothing_to_pay": True,
-        "parcel_id": parcel.parcel_id,
-        "owner_name": parcel.owner.name,
-        "owner_key": parcel.owner.owner_key,
-        "gravity_acres": str(line.gravity_acres),
-        "pumped_acres": str(line.pumped_acres),
-        "equivalent_acres": str(line.equivalent_acres),
-        "fiscal_year": line.levy.fiscal_year.label,
+        "parcel_id": line["parcel__parcel_id"],
+        "owner_name": owner.name,
+        "owner_key": owner.owner_key,
+        "fiscal_year": fiscal_year,
         "number": None,
-        "om_charge": str(line.om_charge),
-        "credit_percent": str(line.credit_percent),
-        "credit": str(line.credit),
-        "net": str(line.net),
-        "first_installment": str(line.first_installment),
-        "second_installment": str(line.second_installment),
+        **{name: str(line[name]) for name in ZERO_NOTICE_FIGURES},
         "first_due": dues.get(1),
         "second_due": dues.get(2),
         "as_of": issued_on.isoformat(),
-        "roll_hash": roll_hash or chain.roll_hash(line.levy_id),
-        "mailing_block": list(parcel.owner.mailing_block()),
-        "language": parcel.owner.preferred_language,
+        "roll_hash": roll_hash,
+        "mailing_block": list(owner.mailing_block()),
+        "language": owner.preferred_language,
         "office": office.to_json() if office else None,
-        "delivery": mailing.delivery_of(parcel.owner).to_json(),  # issue 19
+        "delivery": mailing.delivery_of(owner).to_json(),  # issue 19
     }
 
 
 def zero_notice_lines(levy: Levy) -> QuerySet[RollLine]:
     """¶9: the lines of a final roll that pay a levy entirely covered by their credit (net 0.00
-    on a positive charge) and have no zero notice yet."""
+    on a positive charge) and have no zero notice yet, in cadastre order."""
     return (RollLine.objects.filter(levy=levy, levied=True, om_charge__gt=0, net=0)
-            .exclude(zero_notices__isnull=False)
-            .select_related("levy__fiscal_year", "parcel__owner").order_by("parcel_code"))
+            .exclude(zero_notices__isnull=False).order_by("parcel_code"))
 
 
 @transaction.atomic
@@ -301,27 +296,33 @@ def zero_notices_issue(*, acting_user: Any, levy: Levy, issued_on: date | None =
     Issue 20: the notices are numbered, frozen and chained here in one set-based step, and their
     PDFs are rendered afterwards by the bulk-printing workers like bills: a ``BillBatch`` of
     number 0 whose job is deferred in this transaction (so it runs once it is committed). No PDF
-    is rendered inside finalization, whatever the number of lines at 100 % credit."""
+    is rendered inside finalization, whatever the number of lines at 100 % credit. The lines are
+    read as plain rows and their owners in one query each, and the notices written with one ``COPY``
+    (some 16,600 of them in a district of 100,000 parcels)."""
     _check_bill_user(acting_user)
     if levy.status != Levy.Status.FINAL:
         raise BillingError(_("Un padrón en borrador no se factura: solo se emiten avisos de un padrón finalizado."))
-    lines = list(zero_notice_lines(levy))
+    lines = list(zero_notice_lines(levy).values("pk", "parcel_id", "parcel__parcel_id", "parcel__owner_id", *ZERO_NOTICE_FIGURES))
     if not lines:
         return 0
     on = issued_on or timezone.localdate()
     dues = installment_dues(levy.pk)
     office = office_snapshot(bill_office(acting_user))
     roll_hash = chain.roll_hash(levy.pk)
-    snapshots = [{**zero_notice_snapshot(line=line, issued_on=on, dues=dues, office=office, roll_hash=roll_hash)}
-                 for line in lines]
+    label = levy.fiscal_year.label
+    owners = {owner.pk: owner for owner in Owner.objects.filter(pk__in=zero_notice_lines(levy).values("parcel__owner_id"))}
     batch = BillBatch.objects.create(fiscal_year=levy.fiscal_year, number=BillBatch.ZERO_NOTICES, created_by=acting_user)
     numbers = numbers_allocate("bill", BILL_PREFIX, on, len(lines))
-    notices = Bill.objects.bulk_create([
-        Bill(number=number, roll_line=line, parcel_id=line.parcel_id, issued_on=on, snapshot=snapshot, issued_by=acting_user,
-             batch=batch, printed_later=True)
-        for line, number, snapshot in zip(lines, numbers, snapshots, strict=True)
-    ])
-    chain.link(chain.BILL, [notice.pk for notice in notices])
+    now = timezone.now()
+    rows = (
+        (number, line["pk"], line["parcel_id"], on, json.dumps(zero_notice_snapshot(
+            line=line, owner=owners[line["parcel__owner_id"]], fiscal_year=label,
+            issued_on=on, dues=dues, roll_hash=roll_hash, office=office)), batch.pk, acting_user.pk, now, True)
+        for line, number in zip(lines, numbers, strict=True)
+    )
+    copy_insert(Bill, ("number", "roll_line_id", "parcel_id", "issued_on", "snapshot", "batch_id", "issued_by_id", "issued_at",
+                       "printed_later"), rows)
+    chain.link(chain.BILL, Bill.objects.filter(batch=batch).values_list("pk", flat=True))
     batch.job = _bill_batch_defer(acting_user, batch, None, lang=lang)
     batch.save(update_fields=["job"])
     return len(lines)

@@ -36,7 +36,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import QuerySet
+from django.db.models import QuerySet, Sum
 
 from levy.models import Levy, RollCorrection
 
@@ -206,8 +206,7 @@ def accrual_journal_for_roll(*, acting_user: Any, levy: Levy) -> Journal | None:
     if existing is not None:
         return existing
     label = levy.fiscal_year.label
-    issued = sum((amount for amount in Charge.objects.filter(roll_line__levy=levy, kind=Charge.Kind.INSTALLMENT)
-                  .values_list("principal", flat=True)), ZERO)
+    issued = Charge.objects.filter(roll_line__levy=levy, kind=Charge.Kind.INSTALLMENT).aggregate(total=Sum("principal"))["total"] or ZERO
     if issued == 0:
         return None
     lines = _Lines(levy_proportions([label]))
