@@ -26,6 +26,7 @@ import sys
 import tempfile
 import time
 from datetime import date, timedelta
+from decimal import Decimal
 from pathlib import Path
 
 from common import ROOT, certified_estimates, registry_csv, setup_fresh_database
@@ -248,15 +249,34 @@ def season(results: list[tuple[str, str]], users: dict) -> None:
         (ledger(parcel_id=payment.parcel_id, entry_date=payment.paid_on, kind=ledger.Kind.PAYMENT, credit=payment.amount,
                 payment=payment, description="Pago", created_by=collector) for payment in payments), batch_size=5000,
     )
-    parcels = {pk: (code, key, name) for pk, code, key, name in
-               Parcel.objects.filter(pk__in=payers).values_list("pk", "parcel_id", "owner__owner_key", "owner__name")}
+    parcels = {row[0]: row[1:] for row in Parcel.objects.filter(pk__in=payers).values_list(
+        "pk", "parcel_id", "owner__owner_key", "owner__name", "gravity_acres", "pumped_acres")}
+    halves = billing.Charge.objects.filter(kind=billing.Charge.Kind.INSTALLMENT, parcel_id__in=payers)
+    january = dict(halves.filter(number=2).values_list("parcel_id", "principal"))
+    last_day = dict(halves.filter(number=1).values_list("parcel_id", "last_day_to_pay"))
+
+    def snapshot(payment) -> dict:
+        """The receipt's frozen snapshot (``snapshots.ReceiptSnapshot.to_json``): the July half paid in
+        full on time, nothing else due, the January half still to come."""
+        code, key, name, gravity, pumped = parcels[payment.parcel_id]
+        paid = str(getattr(payment.amount, "amount", payment.amount))  # a MoneyField holds Money
+        return {
+            "parcel_id": code, "owner_name": name, "owner_key": key, "gravity_acres": str(gravity), "pumped_acres": str(pumped),
+            "equivalent_acres": str(gravity + pumped * Decimal("0.5")), "office": {"code": office.code, "name": office.name},
+            "collector": collector.username, "collector_name": "", "paid_on": payment.paid_on.isoformat(), "amount": paid,
+            "method": payment.method, "reference": "", "tendered": paid, "change": "0.00",
+            "applications": [{"description": f"Plazo 1 del año fiscal {FISCAL_YEAR}", "fiscal_year": FISCAL_YEAR, "number": 1,
+                              "kind": "installment", "principal": paid, "due_date": "2026-07-01",
+                              "last_day_to_pay": last_day[payment.parcel_id].isoformat(), "surcharge": "0.00", "principal_paid": paid,
+                              "balance_after": "0.00"}],
+            "credit_balance": "0.00", "total_due_after": "0.00",
+            "total_balance_after": str(january.get(payment.parcel_id, Decimal("0.00"))),
+            "backdate_reason": "", "recorded_on": None, "language": "",
+        }
+
     billing.Receipt.objects.bulk_create(
-        (billing.Receipt(office=office, fiscal_year=FISCAL_YEAR, number=number, payment=payment, snapshot={
-            "parcel_id": parcels[payment.parcel_id][0], "owner_key": parcels[payment.parcel_id][1],
-            "owner_name": parcels[payment.parcel_id][2],
-            "office": {"code": office.code, "name": office.name}, "collector": collector.username,
-            "paid_on": payment.paid_on.isoformat(), "amount": str(payment.amount), "method": payment.method,
-        }) for number, payment in enumerate(payments, start=1)), batch_size=5000,
+        (billing.Receipt(office=office, fiscal_year=FISCAL_YEAR, number=number, payment=payment, snapshot=snapshot(payment))
+         for number, payment in enumerate(payments, start=1)), batch_size=5000,
     )
     billing.ReceiptSeries.objects.update_or_create(office=office, fiscal_year=FISCAL_YEAR,
                                                    defaults={"last_number": len(payments)})
