@@ -201,7 +201,7 @@ def html_to_pdf(html: str, *, pages: int | None = None, setup: RenderSetup | Non
     return document.write_pdf(pdf_variant="pdf/ua-1")
 
 
-DENSITIES = ("", "compact", "dense")  # classes of ``<body>`` in billing/pdf/base.html
+DENSITIES = ("", "compact", "dense", "tight")  # classes of ``<body>`` in billing/pdf/base.html, roomiest first
 _BODY_CLASS = re.compile(r'<body class="[^"]*">')
 
 
@@ -229,7 +229,7 @@ def _shape(html: str) -> tuple[str, int]:
 def html_to_fitting_pdf(html: str, *, pages: int = 1, setup: RenderSetup | None = None) -> bytes:
     """Render ``html`` at the roomiest density that fits in ``pages`` pages, never roomier than
     the density it was written at (its ``<body class>``: a bill is written dense, see
-    ``documents.bill_html``). A document that does not fit even when dense comes out longer
+    ``documents.bill_html``). A document that does not fit even when tight comes out longer
     rather than not at all (a payment is never refused, nor a semester's bulk printing stopped,
     because one document is long). With ``setup`` given it needs neither the database nor the
     settings: the bulk printing job runs it in worker processes.

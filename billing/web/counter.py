@@ -18,6 +18,7 @@ from urllib.parse import urlencode
 from django import forms
 from django.conf import settings
 from django.contrib import messages
+from django.core.paginator import Page, Paginator
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -473,16 +474,33 @@ def day_report(request: HttpRequest) -> HttpResponse:
     if offices and office is not None and not form.is_bound:
         form.initial["office"] = office.code
     report = selectors.day_report(office=office, day=day) if office is not None else None
+    receipts = _day_receipts_page(report, request.GET.get("page")) if report is not None else None
     over_short = (
         selectors.day_over_short(report=report, counted_cash=counted_cash, counted_checks=counted_checks) if report else []
     )
     closed = DayClose.objects.filter(office=office, day=day).select_related("closed_by").first() if office else None
     return render(request, "billing/day_report.html", {
-        "form": form, "report": report, "over_short": over_short, "office_error": office_error, "day": day, "today": today,
+        "form": form, "report": report, "page": receipts, "over_short": over_short, "office_error": office_error, "day": day,
+        "today": today,
         "closed": closed, "counted_cash": counted_cash, "counted_checks": counted_checks,
         "does_not_match": any(row.difference for row in over_short), "close_form": DayCloseForm(),
         "session_seconds": settings.SESSION_COOKIE_AGE,
     })
+
+
+DAY_REPORT_PAGE = 50  # receipts a page of the day report lists; its totals are the whole day's
+
+
+def _day_receipts_page(report: selectors.DayReport, asked: str | None) -> Page:
+    """One page of the day's receipts (a page past the end is the last one): two queries
+    whatever the day's count, which the totals already know."""
+    paginator = Paginator(range(report.count + report.voided_count), DAY_REPORT_PAGE)
+    try:
+        number = min(max(1, int(asked or 1)), paginator.num_pages)
+    except ValueError:
+        number = 1
+    start = (number - 1) * DAY_REPORT_PAGE
+    return Page(list(report.payments[start:start + DAY_REPORT_PAGE]), number, paginator)
 
 
 DAY_CLOSE_ACT = "billing.day-close"

@@ -407,7 +407,7 @@ def test_day_report_totals_and_over_short(client, district_1, users, django_asse
     counter.payment_void(acting_user=users["supervisor"], payment=bounced.payment, reason="Cheque sin fondos")
 
     client.force_login(users["collector"])
-    with django_assert_max_num_queries(13):  # 12, and the second-factor device of the session
+    with django_assert_max_num_queries(14):  # 13 (the day's totals, refunds and a page of receipts), and the second-factor device
         response = client.get(url("day-report"), {"counted_cash": "$350.00", "counted_checks": "990.00"})
     assert response.status_code == 200
     report = response.context["report"]
@@ -436,12 +436,35 @@ def test_day_report_query_budget_does_not_grow_with_receipts(client, district_1,
     for n in range(15):
         pay(users, district_1["P1"], f"{n + 1}.00", method="check" if n % 2 else "cash", reference=f"C{n}")
     client.force_login(users["supervisor"])
-    with django_assert_max_num_queries(13):  # 12, and the second-factor device of the session
+    with django_assert_max_num_queries(14):  # 13 (the day's totals, refunds and a page of receipts), and the second-factor device
         response = client.get(url("day-report"), {"counted_cash": "64.00", "counted_checks": "56.00"})
     assert response.context["report"].count == 15
     assert [row.difference for row in response.context["over_short"]] == [Decimal("0.00"), Decimal("0.00")]
     assert "Cuadra" in text(response)
 
+
+
+@pytest.mark.django_db
+def test_the_day_report_lists_a_page_of_receipts_with_the_whole_days_totals(client, district_1, users,
+                                                                            django_assert_max_num_queries):
+    """Issue 20: a busy day is listed fifty receipts a page, in number order; the totals by method,
+    the over/short and the close are the whole day's, read in the same queries on every page."""
+    from billing.web.counter import DAY_REPORT_PAGE
+
+    for n in range(DAY_REPORT_PAGE + 2):
+        pay(users, district_1["P1"], "1.00", method="check" if n % 2 else "cash", reference=f"C{n}")
+    client.force_login(users["supervisor"])
+    with django_assert_max_num_queries(14):  # as with 15 receipts (above)
+        first = client.get(url("day-report"), {"counted_cash": "26.00", "counted_checks": "26.00"})
+    with django_assert_max_num_queries(14):
+        second = client.get(url("day-report"), {"counted_cash": "26.00", "counted_checks": "26.00", "page": "2"})
+    for response in (first, second):
+        assert response.context["report"].count == DAY_REPORT_PAGE + 2 and response.context["report"].total == Decimal("52.00")
+        assert [row.difference for row in response.context["over_short"]] == [Decimal("0.00"), Decimal("0.00")]
+    numbers = [p.receipt.number for p in first.context["page"]] + [p.receipt.number for p in second.context["page"]]
+    assert len(first.context["page"]) == DAY_REPORT_PAGE and numbers == sorted(numbers) and len(set(numbers)) == 52
+    assert "Recibos 51 a 52 de 52; los totales de arriba son los del día entero." in text(second)
+    assert "Cuadra" in text(second)
 
 @pytest.mark.django_db
 def test_the_landowner_home_says_what_is_owed_by_when_and_where_to_pay(client, district_1, users):

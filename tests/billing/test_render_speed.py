@@ -21,6 +21,7 @@ from pypdf import PdfReader
 from billing import accounts, documents, pdf
 from billing.models import Bill, Charge
 from billing.services import bills, counter
+from tests.billing.test_bill_total import addressed, lajas_office  # noqa: F401  (fixtures)
 from tests.billing.test_pages import TODAY, district_1, frozen_today, pay  # noqa: F401  (fixtures)
 from tests.clock import on_day
 
@@ -142,7 +143,7 @@ def test_a_bill_is_written_dense_and_laid_out_once(district_1, users, monkeypatc
     assert len(PdfReader(io.BytesIO(written.data)).pages) == 1
 
 
-def test_a_bill_that_fits_nowhere_comes_out_dense_and_longer(district_1, users, monkeypatch):  # noqa: F811
+def test_a_bill_that_fits_nowhere_comes_out_tight_and_longer(district_1, users, monkeypatch):  # noqa: F811
     charge = Charge.objects.filter(parcel=district_1["P4"], number=1).get()
     with on_day(date(2026, 7, 2)):
         bill = bills.bill_issue(acting_user=users["hacienda"], charge=charge)
@@ -153,5 +154,18 @@ def test_a_bill_that_fits_nowhere_comes_out_dense_and_longer(district_1, users, 
         pdf._fitting_start.clear()
         if start is not None:
             pdf._fitting_start[pdf._shape(long)[0]] = start
-        assert written(long) == "dense"
+        assert written(long) == "tight"
         assert len(PdfReader(io.BytesIO(written.data)).pages) >= 2
+
+
+def test_an_english_bill_of_a_late_account_is_on_one_page(district_1, staff, lajas_office, addressed, monkeypatch):  # noqa: F811
+    """¶12, ¶13: P4's January bill issued in December while July is unpaid, mailed to an
+    address, with the office's block, in English, whose sentences run longer: one page, set tight
+    if dense is not enough (a late English bill ran to a second page for its last lines)."""
+    january = Charge.objects.get(parcel__parcel_id="P4", number=2)
+    bill = bills.bill_issue(acting_user=staff["hacienda"], charge=january, issued_on=date(2026, 12, 15))
+    html = documents.bill_html(number=bill.number, snapshot=bill.snapshot, issued_on=bill.issued_on, code="x" * 60, lang="en")
+    assert "delinquent" in html and "Total to pay" in html
+    written = Written(monkeypatch)
+    assert written(html) in ("dense", "tight")
+    assert len(PdfReader(io.BytesIO(written.data)).pages) == 1
