@@ -399,9 +399,9 @@ def roll(request: HttpRequest, year: str) -> HttpResponse:
     filterset = selectors.roll_list(levy=levy, params=request.GET)
     lines = filterset.qs
     pumped_weight = Decimal(levy.parameters.get("pumped_weight", "0.5"))
-    whole = selectors.roll_totals(RollLine.objects.filter(levy=levy), pumped_weight=pumped_weight)
+    whole = selectors.roll_totals_kept(levy, RollLine.objects.filter(levy=levy), pumped_weight=pumped_weight)
     filtered = any(request.GET.get(name) for name in FILTER_PARAMS)
-    totals = selectors.roll_totals(lines) if filtered else whole
+    totals = selectors.roll_totals_kept(levy, lines) if filtered else whole
     paginator = Paginator(lines, PAGE_SIZE)
     paginator.count = totals["lines"]  # already counted with the sums: one query fewer
     page = paginator.get_page(request.GET.get("page"))

@@ -390,6 +390,34 @@ def test_roll_filters_sort_and_total_over_the_filtered_lines(client, users, draf
     assert response.context["totals"]["lines"] == 0 and "Ninguna línea cumple" in response.content.decode()
 
 
+
+@pytest.mark.django_db(transaction=True)
+def test_the_roll_page_keeps_its_sums_for_as_long_as_its_levy(client, users, draft_2, monkeypatch):
+    """Issue 20: a levy's lines never change once stored, so the roll page keeps the sums of each
+    filter in the shared cache (two aggregate queries over every line a view, 70 ms each at
+    100,000 parcels); a levy computed again is new lines and new sums."""
+    from levy import selectors
+
+    client.force_login(users["auditor"])
+    first = client.get(url("roll", year="2027-2028"), {"credit": "yes"})
+
+    def not_again(*args, **kwargs):
+        raise AssertionError("summed again")
+
+    real = selectors.roll_totals
+    monkeypatch.setattr(selectors, "roll_totals", not_again)
+    again = client.get(url("roll", year="2027-2028"), {"credit": "yes"})
+    assert again.context["totals"] == first.context["totals"] and again.context["whole"] == first.context["whole"]
+    assert again.context["totals"]["credit"] == Decimal("33020.15") and again.context["whole"]["lines"] == 5
+    with pytest.raises(AssertionError, match="summed again"):
+        client.get(url("roll", year="2027-2028"), {"credit": "no"})  # another filter: its own sums
+    monkeypatch.setattr(selectors, "roll_totals", real)
+    recomputed = levy_compute(acting_user=users["hacienda"], fiscal_year="2027-2028")
+    assert recomputed.pk != draft_2.pk
+    monkeypatch.setattr(selectors, "roll_totals", not_again)
+    with pytest.raises(AssertionError, match="summed again"):
+        client.get(url("roll", year="2027-2028"), {"credit": "yes"})
+
 @pytest.mark.django_db
 def test_roll_shows_parcels_that_do_not_pay_yet_with_the_reason(client, users, make_parcel, owner_a, draft_1):
     make_parcel("Q3", owner_a, gravity="60", water_since=date(2026, 7, 3))
