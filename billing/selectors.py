@@ -184,9 +184,8 @@ class DayReport:
 def day_report(*, office: Office, day: date) -> DayReport:
     """The office's receipts of ``day`` in number order, with totals by method of payment, and
     the refunds it recorded that day (issue 18). The totals in one grouped query, whatever the
-    number of receipts; the receipts themselves as a query, which
-    the page reads a page of (issue 20: an office's day of 2,000 receipts took a second of CPU
-    to list whole)."""
+    number of receipts; the receipts themselves as a query the page reads a page of (issue 20:
+    an office's day of 2,000 receipts took a second of CPU to list whole)."""
     payments = Payment.objects.filter(office=office, paid_on=day)
     # A payment voided the same day never stayed in the drawer; one voided later (a check that
     # bounced afterwards) was in the drawer when the day was counted.

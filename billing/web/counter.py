@@ -481,8 +481,7 @@ def day_report(request: HttpRequest) -> HttpResponse:
     closed = DayClose.objects.filter(office=office, day=day).select_related("closed_by").first() if office else None
     return render(request, "billing/day_report.html", {
         "form": form, "report": report, "page": receipts, "over_short": over_short, "office_error": office_error, "day": day,
-        "today": today,
-        "closed": closed, "counted_cash": counted_cash, "counted_checks": counted_checks,
+        "today": today, "closed": closed, "counted_cash": counted_cash, "counted_checks": counted_checks,
         "does_not_match": any(row.difference for row in over_short), "close_form": DayCloseForm(),
         "session_seconds": settings.SESSION_COOKIE_AGE,
     })
@@ -492,8 +491,8 @@ DAY_REPORT_PAGE = 50  # receipts a page of the day report lists; its totals are 
 
 
 def _day_receipts_page(report: selectors.DayReport, asked: str | None) -> Page:
-    """One page of the day's receipts (a page past the end is the last one): two queries
-    whatever the day's count, which the totals already know."""
+    """One page of the day's receipts (a page past the end is the last one), in one query: the
+    day's count is the totals' (receipts in the drawer and those voided that day)."""
     paginator = Paginator(range(report.count + report.voided_count), DAY_REPORT_PAGE)
     try:
         number = min(max(1, int(asked or 1)), paginator.num_pages)
