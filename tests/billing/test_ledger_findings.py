@@ -225,3 +225,23 @@ def test_a_closure_on_a_last_day_that_more_grace_days_moved_gives_back_its_surch
     assert ledger_equals_statement("P4", date(2027, 5, 10)) == D("-34.65")
     assert Receipt.objects.get(pk=receipt.pk).snapshot == printed
     assert books.verify() == []
+
+
+@pytest.mark.django_db
+def test_a_closure_of_a_whole_districts_last_day_stops_a_seizure_and_replays_only_what_it_must(
+    district_1, staff, django_assert_max_num_queries,
+):
+    """¶12, ¶14: a storm closes the offices on the July half's last day, recorded the next day:
+    every parcel's July half moves to 1 September, so nothing is delinquent on that day and an
+    open seizure case stops. With no surcharge paid on a moved charge, nothing is given back and
+    no account but the seized one is replayed: the queries do not grow with the district."""
+    from billing.models import SeizureCase
+
+    p2 = Parcel.objects.get(parcel_id="P2")
+    case = SeizureCase.objects.create(parcel=p2, opened_by=staff["hacienda"])
+    with on_day(date(2026, 9, 1)), django_assert_max_num_queries(40):
+        closure, moved = collection.office_closure_record(acting_user=staff["hacienda"], day=date(2026, 8, 31), reason="Huracán")
+    assert moved == 5 and LastDayMove.objects.filter(closure=closure).count() == 5
+    assert not GiveBack.objects.exists() and not CreditApplication.objects.exists()
+    case.refresh_from_db()
+    assert (case.status, case.closed_on) == (SeizureCase.Status.PAID, date(2026, 9, 1))
