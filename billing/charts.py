@@ -48,6 +48,7 @@ from django.utils.translation import gettext as _
 from levy.charts import Tick, axis
 from levy.models import Levy
 from levy.rules import fiscal_year_label
+from parcels.money import money_text
 
 from . import accounts, rules
 from .models import Charge, LedgerEntry
@@ -338,7 +339,7 @@ def chart_description(rows: list[SemesterRow]) -> str:
     parts = []
     for row in rows:
         label, sublabel = semester_label(row)
-        figures = ", ".join(f"{labels[key]} ${getattr(row, key):,.2f}" for key, _fill in SERIES)
+        figures = ", ".join(f"{labels[key]} {money_text(getattr(row, key))}" for key, _fill in SERIES)
         parts.append(f"{label} {sublabel}: {figures}")
     return "; ".join(parts) + "."
 

@@ -46,7 +46,7 @@ from django.utils.translation import get_language
 from django.utils.translation import gettext as _
 from pypdf import PdfReader, PdfWriter
 
-from parcels.templatetags.lajas import money
+from parcels.money import money_text as money
 
 from . import pdf
 from .accounts import delinquency_parameters

@@ -25,6 +25,8 @@ from django.utils.dates import MONTHS
 from django.utils.translation import get_language, ngettext
 from django.utils.translation import gettext as _
 
+from parcels.money import money_text
+
 from . import rules
 
 # The long date of documents and pages, per language key (``es`` / ``en``): "2 de marzo de 2027" /
@@ -67,7 +69,7 @@ def surcharge_text(groups: Iterable[Sequence], rate: Decimal) -> str:
     """¶12: how a surcharge was counted, in the active language, e.g. "½% × 2 meses sobre $6,930.90"."""
     return " + ".join(
         ngettext("%(rate)s × %(n)s mes sobre %(amount)s", "%(rate)s × %(n)s meses sobre %(amount)s", months)
-        % {"rate": rate_label(rate), "n": months, "amount": f"${Decimal(unpaid):,.2f}"}
+        % {"rate": rate_label(rate), "n": months, "amount": money_text(unpaid)}
         for months, unpaid in groups
     )
 
@@ -215,11 +217,6 @@ def short_date(day: date | None) -> str:
     if day and _LONG_DATES_ONLY.get() and (get_language() or "").startswith("en"):
         return long_date(day, "en")
     return formats.date_format(day, "SHORT_DATE_FORMAT") if day else ""
-
-
-def money_text(amount: Decimal) -> str:
-    """An amount as the office writes it in a sentence: ``$1,234.56``, a negative one ``-$5.00``."""
-    return f"-${-amount:,.2f}" if amount < 0 else f"${amount:,.2f}"
 
 
 def _cause(*, by: bool, source: str, correction: int | None, roll: str, closure_day: date | None,

@@ -13,6 +13,8 @@ from typing import Any
 
 from django.utils.translation import gettext as _
 
+from parcels.money import money_text
+
 UP = "up"
 DOWN = "down"
 TOTAL = "total"
@@ -42,7 +44,7 @@ def value_label(step: Step) -> str:
     """A step's amount as Puerto Rico writes it, signed as the step acts: "+$25,000.00",
     "−$40,000.00", "$1,250,000.00" for the first amount and the results."""
     sign = "\u2212" if step.kind == DOWN else "+" if step.kind == UP and step.start else ""
-    return f"{sign}${step.amount:,.2f}"
+    return f"{sign}{money_text(step.amount)}"
 
 
 @dataclass(frozen=True)
@@ -105,7 +107,7 @@ class Waterfall:
 
     @property
     def axis_start_label(self) -> str:
-        return f"${self.axis_start:,.2f}"
+        return money_text(self.axis_start)
 
     @property
     def steps(self) -> tuple[Step, ...]:

@@ -11,6 +11,7 @@ from django.utils.html import format_html
 from django.utils.translation import gettext_lazy as _
 
 from parcels.forms import AmountField, DateInput
+from parcels.money import money_text
 
 from . import rules
 from .models import Estimate
@@ -86,7 +87,7 @@ class EstimateForm(forms.Form):
             if name not in self.fields:
                 continue
             value = amounts.get(name)
-            shown = f"${value:,.2f}" if value is not None else _("calculados por Hacienda (¶7)")
+            shown = money_text(value) if value is not None else _("calculados por Hacienda (¶7)")
             previous = format_html('<span class="previous-year" data-field="{}">{}</span>', name,
                                    _("Certificado para %(y)s: %(v)s") % {"y": label, "v": shown})
             help_text = self.fields[name].help_text
@@ -107,7 +108,7 @@ class EstimateForm(forms.Form):
             if reserve > cap:
                 # Word for word the refusal of services.estimate_enter (same message id).
                 self.add_error("reserve", _("El fondo de reserva (%(r)s) excede el 2%% del estimado de O&M (tope %(c)s) (¶1(2)).")
-                               % {"r": f"${reserve:,.2f}", "c": f"${cap:,.2f}"})
+                               % {"r": money_text(reserve), "c": money_text(cap)})
         return data
 
     def service_kwargs(self) -> dict[str, Any]:

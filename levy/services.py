@@ -19,6 +19,7 @@ from django.utils.translation import gettext as _
 
 from parcels.bulk import copy_insert
 from parcels.models import Owner, Parcel
+from parcels.money import money_text
 from parcels.roles import AUTHORITY, HACIENDA, has_role
 
 from . import rules
@@ -114,7 +115,7 @@ def estimate_enter(
     if values["reserve"] > cap:
         raise LevyError(
             _("El fondo de reserva (%(r)s) excede el 2%% del estimado de O&M (tope %(c)s) (¶1(2)).")
-            % {"r": f"${values['reserve']:,.2f}", "c": f"${cap:,.2f}"}
+            % {"r": money_text(values['reserve']), "c": money_text(cap)}
         )
     previous = current_estimate(year)
     if previous is not None:

@@ -22,6 +22,7 @@ from django.views.decorators.http import require_POST
 from parcels import review
 from parcels.jobs import job_active
 from parcels.models import Job
+from parcels.money import money_text
 from parcels.replica import reads_replica
 from parcels.roles import AUDITOR, AUTHORITY, HACIENDA, STAFF_ROLES, has_role, role_required
 
@@ -550,7 +551,7 @@ def parameters(request: HttpRequest) -> HttpResponse:
             if field.name in PERCENT_FIELDS:
                 display = f"{value * 100:,.2f} %"
             elif field.name in DOLLAR_FIELDS:
-                display = f"${value:,.2f}"
+                display = money_text(value)
             elif isinstance(value, bool):
                 display = _("Sí") if value else _("No")
             elif field.choices:

@@ -42,6 +42,7 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from parcels.models import Parcel
+from parcels.money import money_text
 from parcels.roles import SUPERVISOR, has_role
 
 from ..accounts import account_state, parcel_by_code
@@ -59,7 +60,6 @@ from ..models import (
     Receipt,
 )
 from ..references import InvalidReference, charge_id_from_reference, looks_like_reference
-from ..wording import money_text
 from . import counter, journal, voids
 
 ZERO = Decimal("0.00")

@@ -23,6 +23,7 @@ from django.utils.translation import gettext as _
 from levy.models import RollCorrection, RollLine
 from levy.services import LevyError, require_role
 from parcels.models import Parcel
+from parcels.money import money_text
 from parcels.roles import HACIENDA
 
 from .. import chain, rules
@@ -38,7 +39,7 @@ from ..models import (
     Source,
     charge_names,
 )
-from ..wording import charge_label, money_text
+from ..wording import charge_label
 from .journal import accrual_journal_for_correction
 
 ZERO = Decimal("0.00")

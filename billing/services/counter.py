@@ -15,6 +15,7 @@ from django.utils.translation import gettext_noop  # ledger and charge descripti
 
 from levy.rules import CENT
 from parcels.models import Parcel
+from parcels.money import money_text
 from parcels.roles import COLLECTOR, SUPERVISOR, has_role
 
 from .. import chain, documents, rules
@@ -125,7 +126,7 @@ def payment_record(
         tendered = parse_amount(tendered)
         if tendered < amount:
             raise BillingError(_("El efectivo recibido (%(t)s) es menos que la cantidad a cobrar (%(a)s).")
-                               % {"t": f"${tendered:,.2f}", "a": f"${amount:,.2f}"})
+                               % {"t": money_text(tendered), "a": money_text(amount)})
         change = tendered - amount
     office = office_for(acting_user, office_code)
     key = idempotency_key or uuid.uuid4().hex
@@ -156,7 +157,7 @@ def payment_record(
     if expected_total_due is not None and before.state.total_due != expected_total_due:
         raise BillingError(
             _("La cuenta cambió mientras se cobraba (ahora se deben %(d)s). Revise antes de cobrar.")
-            % {"d": f"${before.state.total_due:,.2f}"}
+            % {"d": money_text(before.state.total_due)}
         )
     return payment_post(
         acting_user=acting_user, parcel=parcel, office=office, amount=amount, paid_on=paid_on, method=method,
@@ -275,7 +276,7 @@ class SecondPaymentQuestion(BillingError):
         super().__init__(_(
             "El predio %(p)s ya tiene un pago igual de %(a)s (%(m)s) registrado a las %(t)s: recibo %(n)s. "
             "¿Es un segundo pago? Si no lo es, no lo cobre otra vez."
-        ) % {"p": earlier.parcel.parcel_id, "a": f"${earlier.amount.amount:,.2f}", "m": Payment.Method(earlier.method).label,
+        ) % {"p": earlier.parcel.parcel_id, "a": money_text(earlier.amount.amount), "m": Payment.Method(earlier.method).label,
              "t": timezone.localtime(earlier.created_at).strftime("%H:%M"), "n": receipt.display_number})
 
 
@@ -455,8 +456,8 @@ def refund_request_check(*, acting_user: Any, parcel: Parcel, amount: Decimal, r
     if amount > available:
         if held:
             raise BillingError(_("El crédito de la cuenta es %(c)s, de los que %(h)s esperan la aprobación de otro reembolso; "
-                                 "no se puede reembolsar %(a)s.") % {"c": f"${credit:,.2f}", "h": f"${held:,.2f}", "a": f"${amount:,.2f}"})
-        raise BillingError(_("El crédito de la cuenta es %(c)s; no se puede reembolsar %(a)s.") % {"c": f"${credit:,.2f}", "a": f"${amount:,.2f}"})
+                                 "no se puede reembolsar %(a)s.") % {"c": money_text(credit), "h": money_text(held), "a": money_text(amount)})
+        raise BillingError(_("El crédito de la cuenta es %(c)s; no se puede reembolsar %(a)s.") % {"c": money_text(credit), "a": money_text(amount)})
     return office, available
 
 

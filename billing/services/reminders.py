@@ -47,12 +47,13 @@ from django.utils.translation import gettext as _
 
 from levy.rules import add_months
 from parcels.models import Owner, Parcel
+from parcels.money import money_text
 
 from .. import rules
 from ..accounts import account_states, delinquency_parameters
 from ..models import Charge, Office, ReminderAttempt, ReminderSend, SeizureCase, SeizureStep
 from ..references import payment_reference, reference_display
-from ..wording import charge_label, long_date, money_text, rate_label
+from ..wording import charge_label, long_date, rate_label
 
 MAX_ATTEMPTS = 3  # a reminder the backend refused this many times is given up (the log keeps each try)
 # A charge whose stored last day is further back than this cannot be in a reminder's window (its

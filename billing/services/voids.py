@@ -24,6 +24,7 @@ from django.utils.translation import gettext_noop  # ledger and charge descripti
 
 from levy.models import LegalParameterSet
 from parcels.models import Parcel
+from parcels.money import money_text
 from parcels.roles import SUPERVISOR, has_role
 
 from .. import chain, rules
@@ -40,7 +41,6 @@ from ..models import (
     Refund,
     VoidReversal,
 )
-from ..wording import money_text
 from .journal import adjustment_for_void
 from .numbering import fiscal_year_for
 

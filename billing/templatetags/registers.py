@@ -9,7 +9,7 @@ from typing import Any
 
 from django import template
 
-from parcels.templatetags.lajas import money
+from parcels.money import money_text as money
 
 register = template.Library()
 

@@ -31,6 +31,7 @@ from parcels import review
 from parcels.access import get_parcel_for_user
 from parcels.forms import AmountField, DateInput
 from parcels.models import Parcel
+from parcels.money import money_text
 from parcels.roles import AUDITOR, COLLECTOR, HACIENDA, LANDOWNER, SUPERVISOR, has_role, role_required
 
 from .. import accounts, counter_status, documents, portal, selectors
@@ -83,7 +84,7 @@ class PaymentForm(forms.Form):
             data["tendered"] = None  # the box is for cash only; a figure left in it is not a payment detail
         elif data.get("tendered") is not None and data.get("amount") is not None and data["tendered"] < data["amount"]:
             self.add_error("tendered", gettext_lazy("El efectivo recibido (%(t)s) es menos que la cantidad a cobrar (%(a)s).")
-                           % {"t": f"${data['tendered']:,.2f}", "a": f"${data['amount']:,.2f}"})
+                           % {"t": money_text(data['tendered']), "a": money_text(data['amount'])})
         return data
 
     def needs_excess_confirmation(self) -> bool:
@@ -282,7 +283,7 @@ def counter_parcel(request: HttpRequest, pk: int) -> HttpResponse:
                     change = receipt.payment.change
                     if change is not None:
                         messages.success(request, _("Pago registrado. Recibo %(n)s. Cambio a devolver: %(c)s.")
-                                         % {"n": receipt.display_number, "c": f"${change.amount:,.2f}"})
+                                         % {"n": receipt.display_number, "c": money_text(change.amount)})
                     else:
                         messages.success(request, _("Pago registrado. Recibo %(n)s.") % {"n": receipt.display_number})
                     return redirect("billing:receipt", pk=receipt.pk)
@@ -621,7 +622,7 @@ def refund(request: HttpRequest, pk: int) -> HttpResponse:
         else:
             messages.success(request, _("Solicitud de reembolso n.º %(n)s registrada: %(a)s (%(m)s). Espera la aprobación de "
                                         "otro supervisor; hasta entonces esa cantidad queda reservada.") % {
-                "n": found.pk, "a": f"${found.amount.amount:,.2f}", "m": found.get_method_display()})
+                "n": found.pk, "a": money_text(found.amount.amount), "m": found.get_method_display()})
             return redirect("billing:statement", pk=parcel.pk)
     if request.POST.get("action") == "revise":  # "Corregir": back to the form with what was typed, cursor on the amount
         form = RefundForm(initial={name: request.POST.get(name, "") for name in ("amount", "method", "reason")})
@@ -663,7 +664,7 @@ def refund_decide(request: HttpRequest, pk: int) -> HttpResponse:
         messages.success(request, _("Solicitud de reembolso n.º %(n)s rechazada: no se pagó nada.") % {"n": pk})
         return redirect("billing:refund-requests")
     office = found.office
-    values = {"n": found.number, "a": f"${found.amount.amount:,.2f}", "c": found.check_number, "t": found.transfer_reference,
+    values = {"n": found.number, "a": money_text(found.amount.amount), "c": found.check_number, "t": found.transfer_reference,
               "o": office.name if office else "", "d": found.refunded_on.strftime("%d/%m/%Y"), "r": pk}
     if found.method == Refund.Method.CHECK:
         text = _("Solicitud n.º %(r)s aprobada. Reembolso %(n)s registrado: %(a)s con el cheque núm. %(c)s. Sale en el cuadre "

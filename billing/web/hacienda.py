@@ -34,6 +34,7 @@ from parcels import review, search
 from parcels.addresses import zip_problem
 from parcels.forms import AmountField, DateInput
 from parcels.models import Parcel
+from parcels.money import money_text
 from parcels.replica import reads_replica
 from parcels.roles import AUDITOR, AUTHORITY, COLLECTOR, HACIENDA, SUPERVISOR, role_required
 
@@ -575,7 +576,7 @@ def _closure_outcome_message(closure: Any) -> str:
     ) % {"d": day, "n": f"{closure.moved:,}"}
     if closure.surcharge_back > 0:
         back = _("se devolvieron %(s)s de recargo ya pagado que con el nuevo día no se debía (queda como crédito o paga "
-                 "el cargo abierto más antiguo).") % {"s": f"${closure.surcharge_back:,.2f}"}
+                 "el cargo abierto más antiguo).") % {"s": money_text(closure.surcharge_back)}
     else:
         back = _("no había recargo pagado que devolver.")
     return f"{moved}; {back}"

@@ -9,26 +9,15 @@ from django import template
 from django.utils.html import format_html
 from django.utils.translation import gettext_lazy as _
 
+from ..money import as_decimal, money_text
+
 register = template.Library()
-
-
-def _decimal(value: Any) -> Decimal | None:
-    if value is None or value == "":
-        return None
-    amount = getattr(value, "amount", value)  # djmoney Money
-    return amount if isinstance(amount, Decimal) else Decimal(str(amount))
 
 
 @register.filter
 def money(value: Any) -> str:
-    """``Decimal("1234.5")`` → ``$1,234.50``; negatives as ``-$12.00``. Puerto Rico writes the
-    same in Spanish and English, so this does not follow the active language."""
-    amount = _decimal(value)
-    if amount is None:
-        return ""
-    amount = amount.quantize(Decimal("0.01"), rounding=ROUND_HALF_UP)
-    sign = "-" if amount < 0 else ""
-    return f"{sign}${abs(amount):,.2f}"
+    """``Decimal("1234.5")`` → ``$1,234.50``; negatives as ``-$12.00`` (``parcels.money``)."""
+    return money_text(value)
 
 
 @register.filter
@@ -52,7 +41,7 @@ def unbroken(value: Any) -> str:
 @register.filter
 def number(value: Any, places: int = 2) -> str:
     """A plain number with thousands separators and a fixed number of places (acres, rates)."""
-    amount = _decimal(value)
+    amount = as_decimal(value)
     if amount is None:
         return ""
     quantum = Decimal(1).scaleb(-int(places))

@@ -20,6 +20,7 @@ from billing.services import journal as journal_services
 from billing.services import water as water_services
 from parcels import jobs as background
 from parcels.models import Job
+from parcels.money import money_text
 
 
 class Command(BaseCommand):
@@ -223,8 +224,8 @@ class Command(BaseCommand):
         if receipt.payment.second_of_id:
             notes += f" (a second payment after receipt {options['second_payment_of']})"
         self.stdout.write(
-            f"paid ${amount:,.2f} on {receipt.payment.paid_on.isoformat()}{notes} for {parcel.parcel_id}; "
-            f"due now ${Decimal(snapshot['total_due_after']):,.2f}; credit ${Decimal(snapshot['credit_balance']):,.2f}; "
+            f"paid {money_text(amount)} on {receipt.payment.paid_on.isoformat()}{notes} for {parcel.parcel_id}; "
+            f"due now {money_text(Decimal(snapshot['total_due_after']))}; credit {money_text(Decimal(snapshot['credit_balance']))}; "
             f"receipt {receipt.display_number}"
         )
 
@@ -235,10 +236,10 @@ class Command(BaseCommand):
         preview = voids.void_preview(acting_user=user, payment=receipt.payment, reason=options["reason"], voided_on=on)
         if options["dry_run"]:
             self.stdout.write(f"dry run: voiding the payment of receipt {receipt.display_number} "
-                              f"(${preview.amount:,.2f} of {receipt.payment.paid_on.isoformat()}) on {preview.on.isoformat()} "
+                              f"({money_text(preview.amount)} of {receipt.payment.paid_on.isoformat()}) on {preview.on.isoformat()} "
                               f"would post {len(preview.entries)} entries; nothing recorded")
             for number, entry in enumerate(preview.entries, 1):
-                self.stdout.write(f"  {number}. {entry.text}: ${entry.amount:,.2f}")
+                self.stdout.write(f"  {number}. {entry.text}: {money_text(entry.amount)}")
             return
         void = voids.payment_void(acting_user=user, payment=receipt.payment, reason=options["reason"], voided_on=on)
         self.stdout.write(f"payment of receipt {receipt.display_number} voided on {void.voided_on.isoformat()}"
@@ -250,7 +251,7 @@ class Command(BaseCommand):
         request = counter.refund_request(acting_user=self.user(options["user"]), parcel=parcel,
                                          amount=counter.parse_amount(options["amount"]), reason=options["reason"], on=on,
                                          method=options["method"], office_code=options["office"])
-        self.stdout.write(f"refund request {request.pk}: ${request.amount.amount:,.2f} to {parcel.parcel_id} ({request.method}),"
+        self.stdout.write(f"refund request {request.pk}: {money_text(request.amount.amount)} to {parcel.parcel_id} ({request.method}),"
                           f" awaiting another supervisor: billing refund-approve {request.pk} --user U")
 
     def do_refund_approve(self, options: dict) -> None:
@@ -259,7 +260,7 @@ class Command(BaseCommand):
                                         check_number=options["check_number"], transfer_reference=options["transfer_reference"],
                                         refunded_on=on)
         how = refund.check_number or refund.transfer_reference
-        self.stdout.write(f"refund request {options['id']} approved: refunded ${refund.amount.amount:,.2f} to "
+        self.stdout.write(f"refund request {options['id']} approved: refunded {money_text(refund.amount.amount)} to "
                           f"{refund.parcel.parcel_id} on {refund.refunded_on.isoformat()} ({refund.method}{' ' + how if how else ''})"
                           f" {refund.number}")
 
@@ -321,7 +322,7 @@ class Command(BaseCommand):
         # issue 18: what the closure gave back, read from the rows it posted
         back = GiveBack.objects.filter(closure=closure).aggregate(s=Sum("surcharge"))["s"] or 0
         self.stdout.write(f"offices closed on {closure.day.isoformat()}: {moved} last day(s) to pay moved, "
-                          f"${getattr(back, 'amount', back):,.2f} of surcharge given back")
+                          f"{money_text(getattr(back, 'amount', back))} of surcharge given back")
 
     def do_statement(self, options: dict) -> None:
         parcel = accounts.parcel_by_code(options["parcel"])

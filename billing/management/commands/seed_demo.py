@@ -51,6 +51,7 @@ from levy.models import FiscalYear, RollCorrection, RollLine
 from levy.services import estimate_certify, estimate_enter, levy_compute
 from parcels.demo import demo_csv
 from parcels.models import Owner, Parcel
+from parcels.money import money_text
 from parcels.roles import STAFF_ROLES
 from parcels.second_factor import demo_totp_device_set, totp_secret
 from parcels.services import owner_create, parcel_create, parcels_import, staff_profile_set, user_create
@@ -213,7 +214,7 @@ class Command(BaseCommand):
                 bill_document(notice)
         self.left_out = []
         self.seizure_past_its_term(users["hacienda"], timezone.localdate())
-        self.done(started, f"total ${levy.total_levy.amount:,.2f}, {levy.parcels_levied} parcels levied")
+        self.done(started, f"total {money_text(levy.total_levy.amount)}, {levy.parcels_levied} parcels levied")
         started = self.step(4, f"a season of payments at the counter, each with its PDF receipt linking to {settings.SITE_URL}")
         # The season is recorded today, so a payment dated earlier is back-dated (issue 11, finding 7):
         # by the demo supervisor, with the reason printed on its receipt; one payment per parcel, so
@@ -462,7 +463,7 @@ class Command(BaseCommand):
         closure = OfficeClosure.objects.order_by("pk").first()
         say("office closure (¶12)", closure and (
             f"{closure.day:%d/%m/%Y}, {LastDayMove.objects.filter(closure=closure).count():,} last days moved, "
-            f"${sum(back.surcharge.amount for back in GiveBack.objects.filter(closure=closure)):,.2f} of surcharge given back, "
+            f"{money_text(sum(back.surcharge.amount for back in GiveBack.objects.filter(closure=closure)))} of surcharge given back, "
             f"{site}{reverse('collections:closures')}"))
         from billing.models import BankFile
 
