@@ -304,7 +304,7 @@ def csv_text(found: list[Line]) -> str:
 # The page keeps each list it computed (every line of its filters, in its order) under the books'
 # version (``accounts.kept_under_books_version``), so paging and coming back cost one small query
 # and the cache read; only the first view after a change of the books runs the list's query.
-_KEPT_VERSION = 2  # of the kept rows' shape: bump it when ``COLUMNS`` or the JSON form changes
+_KEPT_VERSION = 3  # of the kept rows' shape: bump it when ``COLUMNS`` or the JSON form changes
 
 
 _DATES = {COLUMNS.index(name) for name in ("due_date", "last_day")}
@@ -330,8 +330,10 @@ def _stored_row(row: list) -> tuple:
 
 
 def _kept(filters: Filters, order: str) -> dict:
-    """Every row of the list in ``order`` with the totals, kept as JSON text in the shared cache:
-    a page then decodes only its own rows (unpickling 7,542 computed lines took 0.3 s)."""
+    """Every row of the list in ``order`` with the totals, kept in the shared cache as a list of
+    JSON texts, one a row: a page then decodes only its own rows. (Unpickling 7,542 computed lines
+    took 0.3 s; decoding them as one JSON text, 50–110 ms a page; a list of texts unpickles in
+    about 1 ms.)"""
     def compute() -> str:
         alias, sql, params = _query(filters, ALL_SQL, order)
         rows = _fetch(alias, sql, params)
@@ -341,13 +343,14 @@ def _kept(filters: Filters, order: str) -> dict:
                         surcharge=sum((line.state.surcharge for line in found), ZERO),
                         paid=sum((line.state.principal_paid + line.state.surcharge_paid for line in found), ZERO),
                         balance=sum((line.state.balance for line in found), ZERO))
-        return json.dumps({"totals": [totals.count, totals.parcels, totals.principal, totals.surcharge, totals.paid,
-                                      totals.balance], "rows": rows}, default=str)
+        return {"totals": [totals.count, totals.parcels, *(str(amount) for amount in (
+                    totals.principal, totals.surcharge, totals.paid, totals.balance))],
+                "rows": [json.dumps(row, default=str) for row in rows]}
 
     parcels = str(filters.parcels.values("pk").query) if filters.parcels is not None else None
     marker = (_KEPT_VERSION, filters.as_of, filters.fiscal_year, filters.number, filters.min_balance, filters.min_days_late,
               parcels, ORDERS.get(order, ORDERS[""]))
-    return json.loads(accounts.kept_under_books_version("delinquent-page", marker, compute, using=router.db_for_read(Charge)))
+    return accounts.kept_under_books_version("delinquent-page", marker, compute, using=router.db_for_read(Charge))
 
 
 def page(filters: Filters, *, order: str = "", number: int = 1, size: int = 50) -> tuple[list[Line], Totals, int]:
@@ -359,13 +362,13 @@ def page(filters: Filters, *, order: str = "", number: int = 1, size: int = 50) 
     totals = Totals(count, parcels, *(Decimal(amount) for amount in amounts))
     last = max(1, -(-count // size))
     number = min(max(1, number), last)
-    return [_line(_stored_row(row)) for row in kept["rows"][(number - 1) * size:number * size]], totals, number
+    return [_line(_stored_row(json.loads(row))) for row in kept["rows"][(number - 1) * size:number * size]], totals, number
 
 
 def kept_lines(filters: Filters, *, order: str = "") -> list[Line]:
     """Every line of the kept list (``_kept``) in ``order``: the page's CSV export, all of what
     the page shows, filtered and sorted the same, without running the list's query again."""
-    return [_line(_stored_row(row)) for row in _kept(filters, order)["rows"]]
+    return [_line(_stored_row(json.loads(row))) for row in _kept(filters, order)["rows"]]
 
 
 # --- Delinquency ------------------------------------------------------------------------------
