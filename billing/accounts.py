@@ -7,14 +7,12 @@ Nothing here writes (the delinquent list's cache aside)."""
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import date, datetime, time, timedelta
 from decimal import Decimal
 from typing import Any
 
-from django.core.cache import cache
 from django.db import connections
 from django.db.models import Sum
 from django.utils import timezone
@@ -22,6 +20,7 @@ from django.utils.translation import gettext as _
 
 from levy.models import LegalParameterSet, ParameterHistory, RollCorrection, RollLine
 from levy.rules import fiscal_year_label, installments
+from parcels.kept import kept
 from parcels.models import Parcel
 from parcels.search import one_by_code
 
@@ -816,13 +815,6 @@ def kept_under_books_version(name: str, marker: tuple, compute: Callable[[], Any
     """``compute()``, or what it gave moments ago for the same ``marker`` on the same books: kept
     in the shared cache for an hour under ``books_version`` (a payment, void, charge, correction,
     closure, legal row or registry change gives a new key). Inside a transaction, whose view may
-    still roll back, nothing is read or kept."""
-    if connections[using].in_atomic_block:
-        return compute()
-    whole = (connections[using].settings_dict["NAME"], books_version(using=using), *marker)
-    key = f"billing:{name}:" + hashlib.sha256(repr(whole).encode()).hexdigest()
-    found = cache.get(key)
-    if found is None:
-        found = compute()
-        cache.set(key, found, timeout=KEPT_SECONDS)
-    return found
+    still roll back, nothing is read or kept (``parcels.kept``)."""
+    return kept(f"billing:{name}", lambda: (books_version(using=using), *marker), compute, timeout=KEPT_SECONDS,
+                using=using)

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import hashlib
 from datetime import date
 from decimal import Decimal
 from typing import Any
 
-from django.core.cache import cache
 from django.core.exceptions import EmptyResultSet
-from django.db import connection
 from django.db.models import Count, DecimalField, F, Prefetch, Q, QuerySet, Sum, Value
 from django.db.models.functions import Coalesce
+
+from parcels.kept import kept
 
 from .filters import RollFilter
 from .models import Estimate, FiscalYear, LegalParameterSet, Levy, RollLine
@@ -92,20 +91,16 @@ def roll_totals_kept(levy: Levy, queryset: QuerySet[RollLine], *, pumped_weight:
     lines never change once stored (the database refuses any change to a final roll's; a draft is
     discarded whole, with its levy), so the sums of one filter of one levy hold as long as the levy
     (issue 20: the roll page summed 91,932 lines once or twice a view, 70 ms each). Inside a
-    transaction, which may still roll the levy back, nothing is read or kept."""
-    if connection.in_atomic_block:
+    transaction, which may still roll the levy back, nothing is read or kept (``parcels.kept``)."""
+    def compute() -> dict[str, Any]:
         return roll_totals(queryset, pumped_weight=pumped_weight)
+
     try:
         sql = str(queryset.order_by().query)
     except EmptyResultSet:
-        return roll_totals(queryset, pumped_weight=pumped_weight)
-    whole = (connection.settings_dict["NAME"], levy.pk, levy.computed_at.isoformat(), sql, str(pumped_weight))
-    key = "levy:roll-totals:" + hashlib.sha256(repr(whole).encode()).hexdigest()
-    found = cache.get(key)
-    if found is None:
-        found = roll_totals(queryset, pumped_weight=pumped_weight)
-        cache.set(key, found, timeout=ROLL_TOTALS_KEPT_SECONDS)
-    return found
+        return compute()
+    return kept("levy:roll-totals", lambda: (levy.pk, levy.computed_at.isoformat(), sql, str(pumped_weight)), compute,
+                timeout=ROLL_TOTALS_KEPT_SECONDS)
 
 
 def parameter_sets() -> QuerySet[LegalParameterSet]:
