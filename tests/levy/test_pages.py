@@ -390,7 +390,6 @@ def test_roll_filters_sort_and_total_over_the_filtered_lines(client, users, draf
     assert response.context["totals"]["lines"] == 0 and "Ninguna línea cumple" in response.content.decode()
 
 
-
 @pytest.mark.django_db(transaction=True)
 def test_the_roll_page_keeps_its_sums_for_as_long_as_its_levy(client, users, draft_2, monkeypatch):
     """Issue 20: a levy's lines never change once stored, so the roll page keeps the sums of each
@@ -417,6 +416,7 @@ def test_the_roll_page_keeps_its_sums_for_as_long_as_its_levy(client, users, dra
     monkeypatch.setattr(selectors, "roll_totals", not_again)
     with pytest.raises(AssertionError, match="summed again"):
         client.get(url("roll", year="2027-2028"), {"credit": "yes"})
+
 
 @pytest.mark.django_db
 def test_roll_shows_parcels_that_do_not_pay_yet_with_the_reason(client, users, make_parcel, owner_a, draft_1):

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import time
 from datetime import date
-from decimal import Decimal
 from pathlib import Path
 
 from django.contrib.auth import get_user_model
@@ -225,7 +224,7 @@ class Command(BaseCommand):
             notes += f" (a second payment after receipt {options['second_payment_of']})"
         self.stdout.write(
             f"paid {money_text(amount)} on {receipt.payment.paid_on.isoformat()}{notes} for {parcel.parcel_id}; "
-            f"due now {money_text(Decimal(snapshot['total_due_after']))}; credit {money_text(Decimal(snapshot['credit_balance']))}; "
+            f"due now {money_text(snapshot['total_due_after'])}; credit {money_text(snapshot['credit_balance'])}; "
             f"receipt {receipt.display_number}"
         )
 
